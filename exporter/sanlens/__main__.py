@@ -1,0 +1,3 @@
+from sanlens.cli import main
+
+raise SystemExit(main())

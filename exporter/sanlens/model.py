@@ -1,0 +1,220 @@
+"""Normalized data shared by every source, the diagnoses and the exposition.
+
+Units are SI throughout: seconds, bytes, operations, ratios 0..1. The one
+exception that keeps its domain meaning is CPU-domain busy, which is a ratio of
+*one core* and may exceed 1 (Σ domains ≈ N_cpu).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+MetricType = Literal["counter", "gauge", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One exposed metric family; samples carry label values in ``label_names`` order.
+
+    Counters are named with their ``_total`` suffix, as exposed.
+    """
+
+    name: str
+    type: MetricType
+    help: str
+    label_names: tuple[str, ...]
+    samples: tuple[tuple[tuple[str, ...], float], ...]
+
+
+class MetricBuilder:
+    """Accumulates samples for several families while a poll is cooked."""
+
+    def __init__(self) -> None:
+        self._families: dict[str, tuple[MetricType, str, tuple[str, ...]]] = {}
+        self._samples: dict[str, list[tuple[tuple[str, ...], float]]] = {}
+
+    def add(
+        self, name: str, type_: MetricType, help_: str, labels: Mapping[str, str], value: float
+    ) -> None:
+        spec = self._families.get(name)
+        if spec is None:
+            spec = (type_, help_, tuple(labels))
+            self._families[name] = spec
+            self._samples[name] = []
+        self._samples[name].append((tuple(str(labels.get(k, "")) for k in spec[2]), float(value)))
+
+    def build(self) -> tuple[Metric, ...]:
+        return tuple(
+            Metric(name, t, h, names, tuple(self._samples[name]))
+            for name, (t, h, names) in self._families.items()
+        )
+
+
+# ---------------------------------------------------------------- ONTAP view
+@dataclass(frozen=True, slots=True)
+class OntapVersion:
+    generation: int
+    major: int
+    minor: int
+    full: str = ""
+
+    def at_least(self, generation: int, major: int, minor: int = 0) -> bool:
+        return (self.generation, self.major, self.minor) >= (generation, major, minor)
+
+    def __str__(self) -> str:
+        return f"{self.generation}.{self.major}.{self.minor}"
+
+
+@dataclass(frozen=True, slots=True)
+class LunStats:
+    cluster: str
+    svm: str
+    volume: str
+    lun: str  # LUN path, e.g. /vol/vol1/lun1
+    serial: str = ""
+    node: str = ""
+    read_iops: float | None = None
+    write_iops: float | None = None
+    other_iops: float | None = None
+    read_latency_s: float | None = None  # None when below the min-ops floor
+    write_latency_s: float | None = None
+    read_bytes_s: float | None = None
+    write_bytes_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeStats:
+    cluster: str
+    svm: str
+    volume: str
+    aggregate: str = ""
+    node: str = ""
+    style: str = ""
+    read_iops: float | None = None
+    write_iops: float | None = None
+    other_iops: float | None = None
+    total_iops: float | None = None
+    read_latency_s: float | None = None
+    write_latency_s: float | None = None
+    avg_latency_s: float | None = None
+    move_state: str = ""  # '' when no move; else ONTAP movement.state
+    move_percent: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStats:
+    cluster: str
+    node: str
+    model: str = ""
+    processors: int | None = None
+    cpu_busy_ratio: float | None = None  # average over all cores, 0..1
+    domain_busy: Mapping[str, float] = field(default_factory=dict)  # ratio of ONE core, may exceed 1
+
+
+@dataclass(frozen=True, slots=True)
+class DiskStats:
+    cluster: str
+    disk: str
+    aggregate: str = ""
+    node: str = ""
+    raid_group: str = ""
+    disk_type: str = ""
+    container: str = ""  # aggregate|spare|shared|...
+    busy_ratio: float | None = None  # 0..1
+    read_iops: float | None = None
+    write_iops: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundOp:
+    cluster: str
+    operation: Literal["reconstruct", "resync", "recompute_parity", "volume_move"]
+    aggregate: str = ""
+    volume: str = ""  # for volume moves
+    svm: str = ""
+    raid_group: str = ""  # e.g. /aggr1/plex0/rg0
+    percent: float | None = None  # 0..100 as ONTAP reports it
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateInfo:
+    cluster: str
+    aggregate: str
+    node: str = ""
+    disk_type: str = ""
+    disk_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OntapView:
+    """Cooked values of one ONTAP poll: rates over the interval since the previous poll."""
+
+    cluster: str
+    timestamp: float
+    interval_s: float | None
+    version: OntapVersion | None = None
+    luns: tuple[LunStats, ...] = ()
+    volumes: tuple[VolumeStats, ...] = ()
+    nodes: tuple[NodeStats, ...] = ()
+    disks: tuple[DiskStats, ...] = ()
+    aggregates: tuple[AggregateInfo, ...] = ()
+    background_ops: tuple[BackgroundOp, ...] = ()
+
+
+# ----------------------------------------------------------------- host view
+DataClass = Literal["data", "log", "tempdb"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostDiskStats:
+    host: str
+    disk: str  # physical disk instance, e.g. "1" or "1 E:"
+    drives: tuple[str, ...] = ()  # drive letters on the disk
+    lun_serial: str = ""
+    # ONTAP identity when mapped (automatically by serial, or statically in config)
+    cluster: str = ""
+    svm: str = ""
+    volume: str = ""
+    lun: str = ""
+    data_class: DataClass = "data"
+    queue_depth: int = 32  # per-LUN queue depth at the HBA
+    paths: int = 1  # active paths
+    read_iops: float | None = None
+    write_iops: float | None = None
+    read_latency_s: float | None = None
+    write_latency_s: float | None = None
+    idle_ratio: float | None = None  # 0..1
+    queue_length: float | None = None  # current outstanding requests
+    read_bytes_s: float | None = None
+    write_bytes_s: float | None = None
+    split_iops: float | None = None
+
+    @property
+    def mapped(self) -> bool:
+        return bool(self.lun)
+
+    @property
+    def q_eff(self) -> int:
+        return self.queue_depth * max(self.paths, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class HostView:
+    host: str
+    timestamp: float
+    interval_s: float | None
+    disks: tuple[HostDiskStats, ...] = ()
+
+
+# ------------------------------------------------------------------ snapshot
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One immutable, normalized result of one poll of one source."""
+
+    target: str  # config name of the cluster or host
+    kind: Literal["ontap", "host"]
+    timestamp: float
+    metrics: tuple[Metric, ...] = ()
+    view: OntapView | HostView | None = None
