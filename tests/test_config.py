@@ -46,8 +46,11 @@ def test_good_config_parses_with_defaults() -> None:
     [
         ("ontap:\n  - name: c1\n    url: https://x\n    bogus: 1\n", "ontap[0].bogus", 4),
         ("ontap:\n  - name: c1\n    url: https://x\n    poll_interval: fast\n", "ontap[0].poll_interval", 4),
-        ("ontap:\n  - name: c1\n    url: https://x\n    tls:\n      insecure_skip_verify: maybe\n",
-         "ontap[0].tls.insecure_skip_verify", 5),
+        (
+            "ontap:\n  - name: c1\n    url: https://x\n    tls:\n      insecure_skip_verify: maybe\n",
+            "ontap[0].tls.insecure_skip_verify",
+            5,
+        ),
         ("hosts:\n  - name: h\n    url: http://h\n    queue_depth: '32'\n", "hosts[0].queue_depth", 4),
         ("ontap:\n  - url: https://x\n", "ontap[0].name", 2),
         ("ontap:\n  - name: c\n    url: https://x\n    tables: [lun, nope]\n", "ontap[0].tables", 4),
@@ -63,12 +66,18 @@ def test_errors_name_key_path_and_line(text: str, path: str, line: int) -> None:
 
 def test_password_sources_are_exclusive_and_secret_never_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="only one"):
-        load_config_text("ontap:\n - name: c\n   url: https://x\n   auth: {username: u, password_env: A, "
-                         "password_file: /f}\n")
-    cfg = load_config_text("ontap:\n - name: c\n   url: https://x\n   auth: {username: u, password: s3cr3t}\n")
+        load_config_text(
+            "ontap:\n - name: c\n   url: https://x\n   auth: {username: u, password_env: A, "
+            "password_file: /f}\n"
+        )
+    cfg = load_config_text(
+        "ontap:\n - name: c\n   url: https://x\n   auth: {username: u, password: s3cr3t}\n"
+    )
     assert "s3cr3t" not in repr(cfg)
     monkeypatch.setenv("SANLENS_PW", "fromenv")
-    cfg = load_config_text("ontap:\n - name: c\n   url: https://x\n   auth: {username: u, password_env: SANLENS_PW}\n")
+    cfg = load_config_text(
+        "ontap:\n - name: c\n   url: https://x\n   auth: {username: u, password_env: SANLENS_PW}\n"
+    )
     assert cfg.ontap[0].auth.resolve_password() == "fromenv"
 
 
@@ -85,8 +94,12 @@ def test_check_config_cli_exit_codes(tmp_path) -> None:
     good.write_text(GOOD)
     bad = tmp_path / "bad.yaml"
     bad.write_text("ontap:\n  - name: c1\n    url: https://x\n    tls: {insecure: true}\n")
-    ok = subprocess.run([sys.executable, "-m", "sanlens", "check-config", str(good)], capture_output=True, text=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "sanlens", "check-config", str(good)], capture_output=True, text=True
+    )
     assert ok.returncode == 0, ok.stderr
-    res = subprocess.run([sys.executable, "-m", "sanlens", "check-config", str(bad)], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "sanlens", "check-config", str(bad)], capture_output=True, text=True
+    )
     assert res.returncode == 2
     assert "ontap[0].tls.insecure" in res.stderr and "bad.yaml:4" in res.stderr

@@ -64,8 +64,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     setup_logging(args.log_level or cfg.log_level)
     exporter = Exporter(cfg, listen=args.listen)
     exporter.start()
-    log.info("sanlens %s listening on %s (%d ONTAP, %d hosts)", __version__, args.listen or cfg.listen,
-             len(cfg.ontap), len(cfg.hosts))
+    log.info(
+        "sanlens %s listening on %s (%d ONTAP, %d hosts)",
+        __version__,
+        args.listen or cfg.listen,
+        len(cfg.ontap),
+        len(cfg.hosts),
+    )
     try:
         wait_for_signal(exporter.stop_event)
     finally:

@@ -254,9 +254,17 @@ def _build_dataclass(node: yaml.MappingNode, cls: Any, path: str, file: str) -> 
             raise ConfigError("duplicate key", path=sub, line=_line(k), file=file)
         kwargs[key] = _convert(v, hints[key], sub, file)
     for name, f in fields.items():
-        if name not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ConfigError("required key is missing", path=f"{path}.{name}" if path else name,
-                              line=_line(node), file=file)
+        if (
+            name not in kwargs
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ):
+            raise ConfigError(
+                "required key is missing",
+                path=f"{path}.{name}" if path else name,
+                line=_line(node),
+                file=file,
+            )
     obj = cls(**kwargs)
     _validate(obj, node, path, file)
     return obj
@@ -275,7 +283,9 @@ def _validate(obj: Any, node: yaml.MappingNode, path: str, file: str) -> None:
         if len(sources) > 1:
             raise fail(f"give only one of {', '.join(sources)}", sources[1])
         if (obj.cert_file is None) != (obj.key_file is None):
-            raise fail("cert_file and key_file go together", "cert_file" if obj.cert_file is None else "key_file")
+            raise fail(
+                "cert_file and key_file go together", "cert_file" if obj.cert_file is None else "key_file"
+            )
         if sources and not obj.username:
             raise fail("a password needs a username", sources[0])
         if obj.password:
@@ -299,7 +309,9 @@ def _validate(obj: Any, node: yaml.MappingNode, path: str, file: str) -> None:
         if obj.source == "perfmon" and not obj.files:
             raise fail("source perfmon needs files", "source")
         if obj.queue_depth < 1 or obj.paths < 1:
-            raise fail("queue_depth and paths must be >= 1", "queue_depth" if obj.queue_depth < 1 else "paths")
+            raise fail(
+                "queue_depth and paths must be >= 1", "queue_depth" if obj.queue_depth < 1 else "paths"
+            )
     elif isinstance(obj, HostDiskMapping):
         if (obj.disk is None) == (obj.drive is None):
             raise fail("give exactly one of disk or drive")

@@ -21,8 +21,12 @@ def demo_config(sim_url: str, cluster: str, hosts: list[str], listen: str) -> Co
         listen=listen,
         ontap=[OntapTarget(name=cluster, url=sim_url, poll_interval=Duration(DEMO_ONTAP_INTERVAL))],
         hosts=[
-            HostTarget(name=h, source="windows_exporter", url=f"{sim_url}/windows/{h}/metrics",
-                       poll_interval=Duration(DEMO_HOST_INTERVAL))
+            HostTarget(
+                name=h,
+                source="windows_exporter",
+                url=f"{sim_url}/windows/{h}/metrics",
+                poll_interval=Duration(DEMO_HOST_INTERVAL),
+            )
             for h in hosts
         ],
         diagnose=DiagnoseConfig(sustain_scale=DEMO_SUSTAIN_SCALE),

@@ -14,6 +14,8 @@ from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     InfoMetricFamily,
+)
+from prometheus_client.core import (
     Metric as PromMetric,
 )
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -67,18 +69,25 @@ class SanlensCollector(Collector):
         yield from self._self_metrics(status)
 
     def _self_metrics(self, status: dict) -> Iterator[PromMetric]:
-        info = InfoMetricFamily("sanlens_build", "sanlens build information.",
-                                labels=["version", "python_version"])
+        info = InfoMetricFamily(
+            "sanlens_build", "sanlens build information.", labels=["version", "python_version"]
+        )
         info.add_metric([__version__, platform.python_version()], {})
         yield info
-        up = GaugeMetricFamily("sanlens_target_up", "1 if the last poll of the target succeeded.",
-                               labels=["target", "kind"])
-        dur = GaugeMetricFamily("sanlens_poll_duration_seconds", "Wall time of the last poll.",
-                                labels=["target", "kind"])
-        last = GaugeMetricFamily("sanlens_last_poll_timestamp_seconds",
-                                 "Unix time of the last successful poll.", labels=["target", "kind"])
-        errs = CounterMetricFamily("sanlens_poll_errors", "Failed polls by reason.",
-                                   labels=["target", "kind", "reason"])
+        up = GaugeMetricFamily(
+            "sanlens_target_up", "1 if the last poll of the target succeeded.", labels=["target", "kind"]
+        )
+        dur = GaugeMetricFamily(
+            "sanlens_poll_duration_seconds", "Wall time of the last poll.", labels=["target", "kind"]
+        )
+        last = GaugeMetricFamily(
+            "sanlens_last_poll_timestamp_seconds",
+            "Unix time of the last successful poll.",
+            labels=["target", "kind"],
+        )
+        errs = CounterMetricFamily(
+            "sanlens_poll_errors", "Failed polls by reason.", labels=["target", "kind", "reason"]
+        )
         polls = CounterMetricFamily("sanlens_polls", "Polls attempted.", labels=["target", "kind"])
         for st in status.values():
             lv = [st.name, st.kind]

@@ -35,9 +35,7 @@ class MetricBuilder:
         self._families: dict[str, tuple[MetricType, str, tuple[str, ...]]] = {}
         self._samples: dict[str, list[tuple[tuple[str, ...], float]]] = {}
 
-    def add(
-        self, name: str, type_: MetricType, help_: str, labels: Mapping[str, str], value: float
-    ) -> None:
+    def add(self, name: str, type_: MetricType, help_: str, labels: Mapping[str, str], value: float) -> None:
         spec = self._families.get(name)
         if spec is None:
             spec = (type_, help_, tuple(labels))

@@ -8,22 +8,23 @@ import threading
 from types import FrameType
 
 from sanlens.config import Config, HostTarget, OntapTarget
+from sanlens.join import LunDirectory
 from sanlens.server import ExporterServer
 from sanlens.state import Poller, Source, State
 
 log = logging.getLogger(__name__)
 
 
-def ontap_source(target: OntapTarget) -> Source:
+def ontap_source(target: OntapTarget, directory: LunDirectory) -> Source:
     from sanlens.ontap.collector import OntapSource
 
-    return OntapSource(target)
+    return OntapSource(target, directory)
 
 
-def host_source(target: HostTarget) -> Source:
+def host_source(target: HostTarget, directory: LunDirectory) -> Source:
     from sanlens.windows.sources import make_host_source
 
-    return make_host_source(target)
+    return make_host_source(target, directory)
 
 
 def build_engine(cfg: Config) -> object | None:
@@ -47,7 +48,10 @@ class Exporter:
             register = getattr(engine, "set_config", None)
             if callable(register):
                 register(cfg)
-        self.sources: list[Source] = [ontap_source(t) for t in cfg.ontap] + [host_source(h) for h in cfg.hosts]
+        self.directory = LunDirectory()
+        self.sources: list[Source] = [ontap_source(t, self.directory) for t in cfg.ontap] + [
+            host_source(h, self.directory) for h in cfg.hosts
+        ]
         self.pollers = [Poller(s, self.state, self.stop_event) for s in self.sources]
         self.server = ExporterServer(self.state, listen or cfg.listen)
 

@@ -101,15 +101,17 @@ class State:
 
 
 def _copy(st: TargetStatus) -> TargetStatus:
-    return TargetStatus(st.name, st.kind, st.up, st.polls, st.last_success, st.last_duration,
-                        dict(st.errors), st.last_error)
+    return TargetStatus(
+        st.name, st.kind, st.up, st.polls, st.last_success, st.last_duration, dict(st.errors), st.last_error
+    )
 
 
 class Poller(threading.Thread):
     """Polls one source forever; failures back off exponentially (auth failures too), with jitter."""
 
-    def __init__(self, source: Source, state: State, stop: threading.Event,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, source: Source, state: State, stop: threading.Event, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         super().__init__(name=f"poll-{source.name}", daemon=True)
         self.source, self.state, self.stop_event, self.clock = source, state, stop, clock
         state.register(source.name, source.kind)
@@ -122,13 +124,15 @@ class Poller(threading.Thread):
                 snap = self.source.poll()
             except SourceError as e:
                 failures += 1
-                self.state.record_failure(self.source.name, self.source.kind, e.reason, str(e),
-                                          self.clock() - start)
+                self.state.record_failure(
+                    self.source.name, self.source.kind, e.reason, str(e), self.clock() - start
+                )
                 log.warning("poll %s failed (%s): %s", self.source.name, e.reason, e)
             except Exception as e:  # unexpected: keep polling, count it
                 failures += 1
-                self.state.record_failure(self.source.name, self.source.kind, "internal",
-                                          type(e).__name__, self.clock() - start)
+                self.state.record_failure(
+                    self.source.name, self.source.kind, "internal", type(e).__name__, self.clock() - start
+                )
                 log.exception("poll %s crashed", self.source.name)
             else:
                 failures = 0
