@@ -89,17 +89,24 @@ class SanlensCollector(Collector):
             "sanlens_poll_errors", "Failed polls by reason.", labels=["target", "kind", "reason"]
         )
         polls = CounterMetricFamily("sanlens_polls", "Polls attempted.", labels=["target", "kind"])
+        interval = GaugeMetricFamily(
+            "sanlens_poll_interval_seconds",
+            "Configured poll interval of the target.",
+            labels=["target", "kind"],
+        )
         for st in status.values():
             lv = [st.name, st.kind]
             up.add_metric(lv, 1.0 if st.up else 0.0)
             polls.add_metric(lv, float(st.polls))
+            if getattr(st, "interval", None) is not None:
+                interval.add_metric(lv, float(st.interval))
             if st.last_duration is not None:
                 dur.add_metric(lv, st.last_duration)
             if st.last_success is not None:
                 last.add_metric(lv, st.last_success)
             for reason, n in sorted(st.errors.items()):
                 errs.add_metric([*lv, reason], float(n))
-        yield from (up, dur, last, errs, polls)
+        yield from (up, dur, last, errs, polls, interval)
 
 
 def make_registry(state: State) -> CollectorRegistry:

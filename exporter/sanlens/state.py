@@ -56,6 +56,7 @@ class TargetStatus:
     last_duration: float | None = None
     errors: dict[str, int] = field(default_factory=dict)
     last_error: str = ""
+    interval: float | None = None  # configured poll interval, seconds (for staleness alerts)
 
 
 class State:
@@ -68,9 +69,11 @@ class State:
         self.engine: Engine | None = None
         self.started = time.time()
 
-    def register(self, name: str, kind: str) -> None:
+    def register(self, name: str, kind: str, interval: float | None = None) -> None:
         with self._lock:
-            self.status.setdefault(name, TargetStatus(name, kind))
+            st = self.status.setdefault(name, TargetStatus(name, kind))
+            if interval is not None:
+                st.interval = float(interval)
 
     def record_success(self, snap: Snapshot, duration: float) -> None:
         with self._lock:
@@ -102,7 +105,15 @@ class State:
 
 def _copy(st: TargetStatus) -> TargetStatus:
     return TargetStatus(
-        st.name, st.kind, st.up, st.polls, st.last_success, st.last_duration, dict(st.errors), st.last_error
+        st.name,
+        st.kind,
+        st.up,
+        st.polls,
+        st.last_success,
+        st.last_duration,
+        dict(st.errors),
+        st.last_error,
+        st.interval,
     )
 
 
@@ -114,7 +125,7 @@ class Poller(threading.Thread):
     ) -> None:
         super().__init__(name=f"poll-{source.name}", daemon=True)
         self.source, self.state, self.stop_event, self.clock = source, state, stop, clock
-        state.register(source.name, source.kind)
+        state.register(source.name, source.kind, getattr(source, "interval", None))
 
     def run(self) -> None:
         failures = 0
