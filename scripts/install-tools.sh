@@ -11,7 +11,7 @@ log() { printf 'install-tools: %s\n' "$*" >&2; }
 apt_install() {
   local missing=()
   command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
-  command -v alertmanager >/dev/null 2>&1 && command -v amtool >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
+  { command -v alertmanager || command -v prometheus-alertmanager; } >/dev/null 2>&1 && command -v amtool >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
   [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
