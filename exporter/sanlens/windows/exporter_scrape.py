@@ -1,0 +1,94 @@
+"""windows_exporter ``/metrics`` → ``DiskReading``s.
+
+Uses the ``physical_disk`` collector (label ``disk`` = disk number; releases before
+0.30 wrote the PerfMon instance, ``"1 E:"``), ``windows_logical_disk_info`` for
+drive letters (its ``disk`` label lists disk numbers joined by ``;``), and our
+textfile-collector family ``sanlens_windows_disk_info`` for LUN serials, which
+windows_exporter itself does not expose (README, "Host side (Windows)").
+
+``windows_physical_disk_read_seconds_total`` is PercentDiskReadTime: an integral
+of the read queue length, not busy time. It is deliberately not read.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from sanlens.windows.exposition import DiskReading
+from sanlens.windows.mapping import normalize_drive
+
+COLLECTORS = ("logical_disk", "physical_disk", "textfile")
+
+_PD = "windows_physical_disk_"
+_FIELDS = {
+    _PD + "reads_total": "reads",
+    _PD + "writes_total": "writes",
+    _PD + "read_bytes_total": "read_bytes",
+    _PD + "write_bytes_total": "write_bytes",
+    _PD + "read_latency_seconds_total": "read_latency_s",
+    _PD + "write_latency_seconds_total": "write_latency_s",
+    _PD + "idle_seconds_total": "idle_s",
+    _PD + "split_ios_total": "split_ios",
+    _PD + "requests_queued": "queue_length",
+}
+SERIAL_FAMILY = "sanlens_windows_disk_info"
+PATHS_FAMILY = "sanlens_windows_disk_paths"
+
+
+class ScrapeParseError(ValueError):
+    pass
+
+
+def _is_drive(volume: str) -> bool:
+    return (len(volume) == 2 and volume[1] == ":" and volume[0].isalpha()) or ":\\" in volume
+
+
+def parse_scrape(text: str) -> list[DiskReading]:
+    """Disks of one scrape, sorted by disk number; ``_Total`` is skipped."""
+    values: dict[str, dict[str, Any]] = defaultdict(dict)
+    drives: dict[str, set[str]] = defaultdict(set)
+    serials: dict[str, str] = {}
+    paths: dict[str, int] = {}
+    try:
+        families = list(text_string_to_metric_families(text.lstrip("\ufeff")))
+    except (ValueError, TypeError, IndexError) as e:
+        raise ScrapeParseError(f"not Prometheus text format: {e}") from None
+    for fam in families:
+        for s in fam.samples:
+            name, labels = s.name, s.labels
+            field = _FIELDS.get(name)
+            if field is not None:
+                instance = labels.get("disk", "")
+                number, _, rest = instance.partition(" ")
+                if not number or number == "_Total":
+                    continue
+                values[number][field] = float(s.value)
+                for d in rest.split():
+                    if _is_drive(d):
+                        drives[number].add(normalize_drive(d))
+            elif name == "windows_logical_disk_info":
+                volume = labels.get("volume", "")
+                if _is_drive(volume):
+                    for number in filter(None, labels.get("disk", "").split(";")):
+                        drives[number.strip()].add(normalize_drive(volume))
+            elif name == SERIAL_FAMILY:
+                number = labels.get("disk", "").strip()
+                if number:
+                    serials[number] = labels.get("serial_number", "").strip()
+            elif name == PATHS_FAMILY:
+                number = labels.get("disk", "").strip()
+                if number and s.value >= 1:
+                    paths[number] = int(s.value)
+    return [
+        DiskReading(
+            disk=n,
+            drives=tuple(sorted(drives.get(n, ()))),
+            serial=serials.get(n, ""),
+            paths=paths.get(n),
+            **values[n],
+        )
+        for n in sorted(values, key=lambda x: (len(x), x))
+    ]

@@ -1,0 +1,260 @@
+"""Host disk readings → ``sanlens_host_disk_*`` families and the cooked ``HostView``.
+
+Every host source (windows_exporter, WinRM, PerfMon log) reduces a poll to
+``DiskReading``s: cumulative counters in SI units. ``HostCooker`` unwraps them
+to monotonic 64-bit values (Windows PERF_COUNTER_COUNTER and PERF_AVERAGE_TIMER
+numerators are 32-bit and wrap), computes rates over the interval, and renders
+both the exposition and the view the diagnoses read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sanlens.model import HostDiskStats, HostView, Metric, MetricBuilder, Snapshot
+from sanlens.windows.mapping import DiskMapping
+
+WRAP32 = float(2**32)
+# windows_exporter scales the 32-bit PERF_AVERAGE_TIMER numerator by 1e-7 s per tick.
+WRAP32_LATENCY_S = WRAP32 * 1e-7
+
+# counter field -> wrap modulus in its exposed unit (None: a 64-bit counter, a drop is a reset)
+COUNTER_FIELDS: dict[str, float | None] = {
+    "reads": WRAP32,
+    "writes": WRAP32,
+    "read_bytes": None,
+    "write_bytes": None,
+    "read_latency_s": WRAP32_LATENCY_S,
+    "write_latency_s": WRAP32_LATENCY_S,
+    "idle_s": None,
+    "split_ios": WRAP32,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DiskReading:
+    """One disk in one poll; counters are cumulative (ops, bytes, seconds)."""
+
+    disk: str  # PhysicalDisk number, e.g. "1"
+    drives: tuple[str, ...] = ()
+    serial: str = ""
+    paths: int | None = None  # MPIO paths seen on the host, when known
+    reads: float | None = None
+    writes: float | None = None
+    read_bytes: float | None = None
+    write_bytes: float | None = None
+    read_latency_s: float | None = None  # Σ seconds of all reads
+    write_latency_s: float | None = None
+    idle_s: float | None = None
+    split_ios: float | None = None
+    queue_length: float | None = None  # current, not cumulative
+
+
+@dataclass
+class Unwrapper:
+    """Turns wrapping or resetting raw counters into monotonic values.
+
+    A drop whose wrapped delta is under half the modulus is a wrap; any other drop
+    is a reset (reboot, exporter restart), after which the value continues from
+    the last exposed one.
+    """
+
+    _state: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # key -> (raw, offset)
+
+    def __call__(self, disk: str, name: str, raw: float, modulus: float | None) -> float:
+        key = (disk, name)
+        prev = self._state.get(key)
+        offset = 0.0
+        if prev is not None:
+            last_raw, offset = prev
+            if raw < last_raw:
+                if modulus is not None and last_raw < modulus and raw + modulus - last_raw < modulus / 2:
+                    offset += modulus
+                else:
+                    offset += last_raw
+        self._state[key] = (raw, offset)
+        return raw + offset
+
+    def forget_except(self, disks: set[str]) -> None:
+        for key in [k for k in self._state if k[0] not in disks]:
+            del self._state[key]
+
+
+RateFn = Callable[[DiskReading, DiskReading, float], HostDiskStats]
+
+LABELS = ("host", "disk", "lun_serial", "cluster", "svm", "volume", "lun")
+
+
+def _delta(prev: float | None, cur: float | None) -> float | None:
+    return None if prev is None or cur is None else cur - prev
+
+
+def cumulative_rates(host: str, prev: DiskReading, cur: DiskReading, dt: float) -> HostDiskStats:
+    """Rates from two unwrapped readings: IOPS, Avg. Disk sec/op = Δlatency/Δops, idle = Δidle/Δt."""
+
+    def rate(name: str) -> float | None:
+        d = _delta(getattr(prev, name), getattr(cur, name))
+        return None if d is None or dt <= 0 else d / dt
+
+    def per_op(lat: str, ops: str) -> float | None:
+        dl, do = _delta(getattr(prev, lat), getattr(cur, lat)), _delta(getattr(prev, ops), getattr(cur, ops))
+        return None if dl is None or not do else dl / do
+
+    idle = rate("idle_s")
+    return HostDiskStats(
+        host=host,
+        disk=cur.disk,
+        read_iops=rate("reads"),
+        write_iops=rate("writes"),
+        read_latency_s=per_op("read_latency_s", "reads"),
+        write_latency_s=per_op("write_latency_s", "writes"),
+        idle_ratio=None if idle is None else min(max(idle, 0.0), 1.0),
+        queue_length=cur.queue_length,
+        read_bytes_s=rate("read_bytes"),
+        write_bytes_s=rate("write_bytes"),
+        split_iops=rate("split_ios"),
+    )
+
+
+class HostCooker:
+    """Per-source state between polls: unwrapping and the previous readings."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.unwrap = Unwrapper()
+        self._prev: dict[str, DiskReading] = {}
+        self._prev_ts: float | None = None
+
+    def unwrap_reading(self, r: DiskReading) -> DiskReading:
+        values: dict[str, Any] = {
+            name: self.unwrap(r.disk, name, float(getattr(r, name)), modulus)
+            for name, modulus in COUNTER_FIELDS.items()
+            if getattr(r, name) is not None
+        }
+        return replace(r, **values)
+
+    def cook(
+        self,
+        timestamp: float,
+        readings: list[DiskReading],
+        mappings: dict[str, DiskMapping],
+        rates: dict[str, HostDiskStats] | None = None,
+        interval_s: float | None = None,
+    ) -> Snapshot:
+        """Build the snapshot; ``rates`` (WinRM, PerfMon) overrides the rates from cumulative deltas."""
+        unwrapped = [self.unwrap_reading(r) for r in readings]
+        self.unwrap.forget_except({r.disk for r in readings})
+        dt = (
+            interval_s
+            if interval_s is not None
+            else (timestamp - self._prev_ts if self._prev_ts is not None else None)
+        )
+        stats: list[HostDiskStats] = []
+        for r in unwrapped:
+            m = mappings.get(r.disk, DiskMapping(r.serial))
+            prev = self._prev.get(r.disk)
+            if rates is not None and r.disk in rates:
+                s = rates[r.disk]
+            elif prev is not None and dt:
+                s = cumulative_rates(self.host, prev, r, dt)
+            else:
+                s = HostDiskStats(self.host, r.disk, queue_length=r.queue_length)
+            stats.append(
+                replace(
+                    s,
+                    host=self.host,
+                    disk=r.disk,
+                    drives=r.drives,
+                    lun_serial=m.lun_serial,
+                    cluster=m.cluster,
+                    svm=m.svm,
+                    volume=m.volume,
+                    lun=m.lun,
+                    data_class=m.data_class,
+                    queue_depth=m.queue_depth,
+                    paths=m.paths,
+                )
+            )
+        self._prev = {r.disk: r for r in unwrapped}
+        self._prev_ts = timestamp
+        view = HostView(self.host, timestamp, dt, tuple(stats))
+        return Snapshot(self.host, "host", timestamp, render(self.host, unwrapped, mappings), view)
+
+
+def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMapping]) -> tuple[Metric, ...]:
+    """The ``sanlens_host_disk_*`` families of docs/architecture.md."""
+    b = MetricBuilder()
+    for r in sorted(readings, key=lambda x: (len(x.disk), x.disk)):
+        m = mappings.get(r.disk, DiskMapping(r.serial))
+        lv = {
+            "host": host,
+            "disk": r.disk,
+            "lun_serial": m.lun_serial,
+            "cluster": m.cluster,
+            "svm": m.svm,
+            "volume": m.volume,
+            "lun": m.lun,
+        }
+        b.add(
+            "sanlens_host_disk_info",
+            "info",
+            "Host disk and the ONTAP LUN it maps to (mapping: serial, static, none).",
+            {**lv, "drives": ",".join(r.drives), "data_class": m.data_class, "mapping": m.mapping},
+            1.0,
+        )
+        for op, ops in (("read", r.reads), ("write", r.writes)):
+            if ops is not None:
+                b.add(
+                    "sanlens_host_disk_ops_total",
+                    "counter",
+                    "Disk operations completed.",
+                    {**lv, "op": op},
+                    ops,
+                )
+        for op, lat in (("read", r.read_latency_s), ("write", r.write_latency_s)):
+            if lat is not None:
+                b.add(
+                    "sanlens_host_disk_latency_seconds_total",
+                    "counter",
+                    "Sum of operation latencies; divided by ops it is Avg. Disk sec/op.",
+                    {**lv, "op": op},
+                    lat,
+                )
+        for op, byt in (("read", r.read_bytes), ("write", r.write_bytes)):
+            if byt is not None:
+                b.add("sanlens_host_disk_bytes_total", "counter", "Bytes transferred.", {**lv, "op": op}, byt)
+        if r.idle_s is not None:
+            b.add(
+                "sanlens_host_disk_idle_seconds_total",
+                "counter",
+                "Seconds the disk was idle; rate() is the idle ratio 0..1.",
+                lv,
+                r.idle_s,
+            )
+        if r.split_ios is not None:
+            b.add(
+                "sanlens_host_disk_split_ios_total",
+                "counter",
+                "I/Os split into several I/Os.",
+                lv,
+                r.split_ios,
+            )
+        if r.queue_length is not None:
+            b.add(
+                "sanlens_host_disk_queue_length",
+                "gauge",
+                "Current Disk Queue Length: requests outstanding at poll time.",
+                lv,
+                r.queue_length,
+            )
+        b.add(
+            "sanlens_host_disk_queue_depth",
+            "gauge",
+            "Configured per-LUN queue depth at the HBA.",
+            lv,
+            m.queue_depth,
+        )
+        b.add("sanlens_host_disk_paths", "gauge", "Active paths; Q_eff = queue_depth x paths.", lv, m.paths)
+    return b.build()

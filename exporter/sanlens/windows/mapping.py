@@ -1,0 +1,93 @@
+"""Which ONTAP LUN backs a host disk: by LUN serial, else by a static config entry.
+
+Windows reports the LUN serial as the disk's ``SerialNumber`` (Get-Disk), which is
+ONTAP's ``serial_number``; that join needs no configuration. Static entries (host
+disk number or drive letter → cluster/svm/LUN path) cover hosts where the serial
+is not visible, and carry per-disk overrides (data class, queue depth, paths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from sanlens.config import HostDiskMapping, HostTarget
+from sanlens.join import LunDirectory, volume_from_path
+
+MappingKind = Literal["serial", "static", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class DiskMapping:
+    lun_serial: str = ""
+    cluster: str = ""
+    svm: str = ""
+    volume: str = ""
+    lun: str = ""
+    mapping: MappingKind = "none"
+    data_class: Literal["data", "log", "tempdb"] = "data"
+    queue_depth: int = 32
+    paths: int = 1
+
+
+def normalize_drive(drive: str) -> str:
+    """``e``, ``E:``, ``e:\\`` → ``E:``; mount-point paths are kept (upper-cased)."""
+    d = drive.strip().rstrip("\\").upper()
+    return d + ":" if len(d) == 1 and d.isalpha() else d
+
+
+def _static_entry(target: HostTarget, disk: str, drives: Iterable[str]) -> HostDiskMapping | None:
+    wanted = {normalize_drive(d) for d in drives}
+    for entry in target.disks:
+        if entry.disk is not None and entry.disk.strip() == disk:
+            return entry
+        if entry.drive is not None and normalize_drive(entry.drive) in wanted:
+            return entry
+    return None
+
+
+def resolve(
+    target: HostTarget,
+    directory: LunDirectory,
+    disk: str,
+    drives: Iterable[str] = (),
+    serial: str = "",
+    observed_paths: int | None = None,
+) -> DiskMapping:
+    """Map one disk; precedence: static LUN entry, then serial, then unmapped."""
+    entry = _static_entry(target, disk, drives)
+    data_class = (entry.data_class if entry else None) or target.data_class
+    queue_depth = (entry.queue_depth if entry else None) or target.queue_depth
+    paths = (entry.paths if entry else None) or observed_paths or target.paths
+    serial = serial.strip()
+    base = DiskMapping(serial, data_class=data_class, queue_depth=queue_depth, paths=paths)
+    if entry is not None and entry.lun and entry.svm:
+        cluster = entry.cluster or ""
+        ident = directory.by_path(cluster, entry.svm, entry.lun) if cluster else None
+        return DiskMapping(
+            serial or (ident.serial if ident else ""),
+            cluster,
+            entry.svm,
+            ident.volume if ident and ident.volume else volume_from_path(entry.lun),
+            entry.lun,
+            "static",
+            data_class,
+            queue_depth,
+            paths,
+        )
+    if serial:
+        ident = directory.by_serial(serial)
+        if ident is not None:
+            return DiskMapping(
+                serial,
+                ident.cluster,
+                ident.svm,
+                ident.volume or volume_from_path(ident.lun),
+                ident.lun,
+                "serial",
+                data_class,
+                queue_depth,
+                paths,
+            )
+    return base

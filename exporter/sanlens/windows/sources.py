@@ -1,0 +1,131 @@
+"""Host sources: one per configured host, chosen by ``source:`` in the config.
+
+Each poll reduces the host to ``DiskReading``s, maps every disk to its ONTAP LUN
+(by serial, or statically) and lets ``HostCooker`` build the snapshot.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+
+from sanlens.config import HostTarget
+from sanlens.errors import SanlensError, SourceError
+from sanlens.join import LunDirectory
+from sanlens.model import HostDiskStats, Snapshot
+from sanlens.state import Source
+from sanlens.windows.exporter_scrape import COLLECTORS, ScrapeParseError, parse_scrape
+from sanlens.windows.exposition import DiskReading, HostCooker
+from sanlens.windows.mapping import DiskMapping, resolve
+
+
+class HostSource:
+    """Common part: mapping and cooking. Subclasses implement ``read()``."""
+
+    kind = "host"
+
+    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
+        self.target, self.directory = target, directory
+        self.name = target.name
+        self.interval = float(target.poll_interval)
+        self.cooker = HostCooker(target.name)
+        self.clock = time.time  # injectable for tests
+
+    def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
+        """(timestamp, readings, rates or None to derive them, interval or None for wall clock)."""
+        raise NotImplementedError
+
+    def poll(self) -> Snapshot:
+        ts, readings, rates, interval = self.read()
+        mappings: dict[str, DiskMapping] = {
+            r.disk: resolve(self.target, self.directory, r.disk, r.drives, r.serial, r.paths)
+            for r in readings
+        }
+        return self.cooker.cook(ts, readings, mappings, rates, interval)
+
+    def close(self) -> None:
+        pass
+
+
+def safe_url(url: str) -> str:
+    """The URL without user info, for messages (never echo a credential)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def scrape_url(url: str) -> str:
+    """``http://h:9182`` → ``http://h:9182/metrics``, plus the collectors we read."""
+    parts = urlsplit(url)
+    path = parts.path if parts.path not in ("", "/") else "/metrics"
+    query = "&".join(f"collect[]={c}" for c in COLLECTORS)
+    if parts.query:
+        query = parts.query + "&" + query
+    return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
+
+
+class WindowsExporterSource(HostSource):
+    kind = "windows_exporter"
+
+    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
+        super().__init__(target, directory)
+        assert target.url, "config validation guarantees a url"
+        self.url = scrape_url(target.url)
+        self.session = requests.Session()
+        self.session.headers["Accept"] = "text/plain"
+        auth = target.auth
+        if auth.username:
+            password = auth.resolve_password()
+            self.session.auth = (auth.username, password or "")
+        if auth.cert_file and auth.key_file:
+            self.session.cert = (auth.cert_file, auth.key_file)
+        tls = target.tls
+        self.session.verify = False if tls.insecure_skip_verify else (tls.ca_file or True)
+
+    def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
+        where = safe_url(self.url)
+        try:
+            resp = self.session.get(self.url, timeout=float(self.target.timeout))
+        except requests.Timeout:
+            raise SourceError(f"{where}: timed out", reason="timeout") from None
+        except requests.exceptions.SSLError:
+            raise SourceError(f"{where}: TLS handshake or certificate check failed", reason="tls") from None
+        except requests.RequestException as e:
+            raise SourceError(f"{where}: {type(e).__name__}", reason="connection") from None
+        ts = self.clock()
+        if resp.status_code in (401, 403):
+            raise SourceError(f"{where}: HTTP {resp.status_code} (check auth)", reason="auth")
+        if resp.status_code != 200:
+            raise SourceError(f"{where}: HTTP {resp.status_code}", reason="http")
+        try:
+            readings = parse_scrape(resp.text)
+        except ScrapeParseError as e:
+            raise SourceError(f"{where}: {e}", reason="parse") from None
+        if not readings:
+            raise SourceError(
+                f"{where}: no windows_physical_disk_* series (is the physical_disk collector on?)",
+                reason="parse",
+            )
+        return ts, readings, None, None
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def make_host_source(target: HostTarget, directory: LunDirectory) -> Source:
+    """The source for ``target.source``: windows_exporter, winrm (extra sanlens[winrm]) or perfmon."""
+    if target.source == "windows_exporter":
+        return WindowsExporterSource(target, directory)
+    if target.source == "winrm":
+        from sanlens.windows.winrm import WinRMSource
+
+        return WinRMSource(target, directory)
+    if target.source == "perfmon":
+        from sanlens.windows.perfmon_source import PerfmonSource
+
+        return PerfmonSource(target, directory)
+    raise SanlensError(f"host {target.name}: unknown source {target.source!r}")
