@@ -1,0 +1,207 @@
+"""Agentless host source over WinRM (optional extra ``sanlens[winrm]``, pywinrm).
+
+One batched PowerShell call per poll returns, as JSON, the raw PhysicalDisk and
+LogicalDisk counters (with Frequency_PerfTime, Timestamp_PerfTime and
+Timestamp_Sys100NS), Get-Disk identities and the MPIO path count per LUN serial.
+Rates come from ``rawcounters``; the transport sits behind ``Transport`` so it can
+be tested without Windows.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from sanlens.config import HostTarget
+from sanlens.errors import SanlensError, SourceError
+from sanlens.join import LunDirectory, normalize_serial
+from sanlens.model import HostDiskStats
+from sanlens.windows import rawcounters as rc
+from sanlens.windows.exposition import DiskReading, Unwrapper
+from sanlens.windows.sources import HostSource, safe_url
+
+_PD_PROPS = (
+    "Name,DiskReadsPerSec,DiskWritesPerSec,DiskReadBytesPerSec,DiskWriteBytesPerSec,"
+    "AvgDiskSecPerRead,AvgDiskSecPerRead_Base,AvgDiskSecPerWrite,AvgDiskSecPerWrite_Base,"
+    "PercentIdleTime,PercentIdleTime_Base,CurrentDiskQueueLength,AvgDiskQueueLength,SplitIOPerSec,"
+    "Frequency_PerfTime,Timestamp_PerfTime,Timestamp_Sys100NS"
+)
+
+SCRIPT = f"""
+$ErrorActionPreference = 'Stop'
+$pd = @(Get-CimInstance Win32_PerfRawData_PerfDisk_PhysicalDisk | Where-Object Name -ne '_Total' |
+        Select-Object {_PD_PROPS})
+$ld = @(Get-CimInstance Win32_PerfRawData_PerfDisk_LogicalDisk | Where-Object Name -ne '_Total' |
+        Select-Object Name,CurrentDiskQueueLength,Timestamp_Sys100NS)
+$disks = @(Get-Disk | Select-Object Number,SerialNumber,UniqueId,FriendlyName)
+$mpio = @()
+try {{
+  $mpio = @((Get-CimInstance -Namespace root\\wmi -ClassName MPIO_DISK_INFO -ErrorAction Stop).DriveInfo |
+            Select-Object Name,NumberPaths,SerialNumber)
+}} catch {{ }}
+[pscustomobject]@{{ physical = $pd; logical = $ld; disks = $disks; mpio = $mpio }} |
+  ConvertTo-Json -Depth 4 -Compress
+"""
+
+
+class Transport(Protocol):
+    def run_ps(self, script: str) -> str:
+        """Run a PowerShell script; return its stdout, or raise SourceError."""
+        ...
+
+
+class PyWinRMTransport:
+    """pywinrm session (NTLM by default, or a client certificate); TLS verified unless told otherwise."""
+
+    def __init__(self, target: HostTarget) -> None:
+        try:
+            import winrm
+        except ImportError:
+            raise SanlensError(
+                f"host {target.name}: source winrm needs pywinrm: pip install 'sanlens[winrm]'"
+            ) from None
+        assert target.url
+        auth = target.auth
+        kwargs: dict[str, Any] = {
+            "server_cert_validation": "ignore" if target.tls.insecure_skip_verify else "validate",
+            "operation_timeout_sec": int(target.timeout),
+            "read_timeout_sec": int(target.timeout) + 10,
+        }
+        if target.tls.ca_file:
+            kwargs["ca_trust_path"] = target.tls.ca_file
+        if auth.cert_file:
+            kwargs.update(transport="certificate", cert_pem=auth.cert_file, cert_key_pem=auth.key_file)
+        else:
+            kwargs["transport"] = "ntlm"
+        self._where = safe_url(target.url)
+        self._session = winrm.Session(
+            target.url, auth=(auth.username or "", auth.resolve_password() or ""), **kwargs
+        )
+
+    def run_ps(self, script: str) -> str:
+        try:
+            r = self._session.run_ps(script)
+        except Exception as e:  # pywinrm raises many transport-specific types
+            reason = "auth" if "401" in str(e) or "Unauthorized" in type(e).__name__ else "connection"
+            raise SourceError(f"{self._where}: {type(e).__name__}", reason=reason) from None
+        if r.status_code != 0:
+            err = r.std_err.decode("utf-8", "replace").strip().splitlines()
+            raise SourceError(
+                f"{self._where}: PowerShell failed: {err[0] if err else r.status_code}", reason="remote"
+            )
+        return str(r.std_out.decode("utf-8", "replace"))
+
+
+def _list(v: Any) -> list[dict[str, Any]]:
+    if v is None:
+        return []
+    return [x for x in (v if isinstance(v, list) else [v]) if isinstance(x, dict)]
+
+
+class WinRMSource(HostSource):
+    kind = "winrm"
+
+    def __init__(
+        self, target: HostTarget, directory: LunDirectory, transport: Transport | None = None
+    ) -> None:
+        super().__init__(target, directory)
+        self.transport = transport or PyWinRMTransport(target)
+        self._prev_raw: dict[str, dict[str, Any]] = {}
+        self._ticks = Unwrapper()  # 32-bit PERF_AVERAGE_TIMER numerators, in ticks
+
+    def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
+        out = self.transport.run_ps(SCRIPT)
+        try:
+            doc = json.loads(out)
+            if not isinstance(doc, dict):
+                raise ValueError("expected a JSON object")
+            physical = _list(doc.get("physical"))
+            ids = {str(d.get("Number")): d for d in _list(doc.get("disks"))}
+            mpio = {
+                normalize_serial(str(m.get("SerialNumber") or "")): int(m.get("NumberPaths") or 0)
+                for m in _list(doc.get("mpio"))
+            }
+            readings, rates = [], {}
+            ts = None
+            interval = None
+            for row in physical:
+                name = str(row["Name"])
+                disk, _, rest = name.partition(" ")
+                serial = str(ids.get(disk, {}).get("SerialNumber") or "").strip()
+                reading = self._reading(disk, tuple(d for d in rest.split() if d.endswith(":")), serial, row)
+                readings.append(replace_paths(reading, mpio.get(normalize_serial(serial)) or None))
+                ts = int(row["Timestamp_Sys100NS"]) / 1e7 - 11644473600.0  # FILETIME → Unix epoch
+                prev = self._prev_raw.get(disk)
+                if prev is not None:
+                    rates[disk] = self._rates(disk, prev, row)
+                    interval = (int(row["Timestamp_PerfTime"]) - int(prev["Timestamp_PerfTime"])) / int(
+                        row["Frequency_PerfTime"]
+                    )
+                self._prev_raw[disk] = row
+        except (ValueError, KeyError, TypeError) as e:
+            raise SourceError(f"host {self.name}: unexpected WinRM output: {e}", reason="parse") from None
+        if ts is None:
+            raise SourceError(
+                f"host {self.name}: no PhysicalDisk instances in the WinRM output", reason="parse"
+            )
+        return ts, readings, rates, interval
+
+    def _reading(self, disk: str, drives: tuple[str, ...], serial: str, r: dict[str, Any]) -> DiskReading:
+        f = int(r["Frequency_PerfTime"])
+        rlat = self._ticks(disk, "rlat", float(r["AvgDiskSecPerRead"]), float(rc.MOD32))
+        wlat = self._ticks(disk, "wlat", float(r["AvgDiskSecPerWrite"]), float(rc.MOD32))
+        return DiskReading(
+            disk=disk,
+            drives=drives,
+            serial=serial,
+            reads=float(r["DiskReadsPerSec"]),
+            writes=float(r["DiskWritesPerSec"]),
+            read_bytes=float(r["DiskReadBytesPerSec"]),
+            write_bytes=float(r["DiskWriteBytesPerSec"]),
+            read_latency_s=rlat / f,
+            write_latency_s=wlat / f,
+            idle_s=float(r["PercentIdleTime"]) * 1e-7,
+            split_ios=float(r["SplitIOPerSec"]),
+            queue_length=rc.raw(r["CurrentDiskQueueLength"]),
+        )
+
+    def _rates(self, disk: str, p: dict[str, Any], c: dict[str, Any]) -> HostDiskStats:
+        f, t0, t1 = int(c["Frequency_PerfTime"]), int(p["Timestamp_PerfTime"]), int(c["Timestamp_PerfTime"])
+        idle = rc.precision_100ns_timer(
+            p["PercentIdleTime"], c["PercentIdleTime"], p["PercentIdleTime_Base"], c["PercentIdleTime_Base"]
+        )
+        return HostDiskStats(
+            host=self.name,
+            disk=disk,
+            read_iops=rc.counter_counter(p["DiskReadsPerSec"], c["DiskReadsPerSec"], t0, t1, f),
+            write_iops=rc.counter_counter(p["DiskWritesPerSec"], c["DiskWritesPerSec"], t0, t1, f),
+            read_latency_s=rc.average_timer(
+                p["AvgDiskSecPerRead"],
+                c["AvgDiskSecPerRead"],
+                p["AvgDiskSecPerRead_Base"],
+                c["AvgDiskSecPerRead_Base"],
+                f,
+            ),
+            write_latency_s=rc.average_timer(
+                p["AvgDiskSecPerWrite"],
+                c["AvgDiskSecPerWrite"],
+                p["AvgDiskSecPerWrite_Base"],
+                c["AvgDiskSecPerWrite_Base"],
+                f,
+            ),
+            idle_ratio=None if idle is None else idle / 100.0,
+            queue_length=rc.raw(c["CurrentDiskQueueLength"]),
+            read_bytes_s=rc.counter_counter(
+                p["DiskReadBytesPerSec"], c["DiskReadBytesPerSec"], t0, t1, f, wrap32=False
+            ),
+            write_bytes_s=rc.counter_counter(
+                p["DiskWriteBytesPerSec"], c["DiskWriteBytesPerSec"], t0, t1, f, wrap32=False
+            ),
+            split_iops=rc.counter_counter(p["SplitIOPerSec"], c["SplitIOPerSec"], t0, t1, f),
+        )
+
+
+def replace_paths(r: DiskReading, paths: int | None) -> DiskReading:
+    from dataclasses import replace
+
+    return replace(r, paths=paths) if paths else r
