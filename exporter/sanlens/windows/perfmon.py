@@ -224,11 +224,11 @@ class PerfmonLog:
                 n = len(cells)
                 if n == width:
                     try:
-                        ts = _timestamp(cells[0], day_cache, self, line)
-                    except PerfmonParseError:
+                        ts = parse_timestamp(cells[0], day_cache)
+                    except ValueError as e:
                         if self.delimiter.join(cells).strip().lower().startswith(_TRAILERS):
                             continue
-                        raise
+                        raise self._fail(str(e), line, 1) from None
                     yield line, ts + bias_s, cells[1:]
                     continue
                 if n == 0 or (n == 1 and not cells[0].strip()):
@@ -248,25 +248,29 @@ class PerfmonLog:
             raise self._fail(f"not {self.encoding} text: {e.reason}", reader.line_num + offset + 1) from None
 
 
-def _timestamp(text: str, day_cache: dict[str, float], log: PerfmonLog, line: int) -> float:
-    """``MM/DD/YYYY HH:MM:SS[.fff]`` (local time of the log) → seconds since the epoch, unshifted."""
+def parse_timestamp(text: str, day_cache: dict[str, float] | None = None) -> float:
+    """``MM/DD/YYYY HH:MM:SS[.fff]`` (local time of the log) → epoch seconds, not yet shifted by the bias.
+
+    Raises ValueError. Whole days are cached, since every row of a log repeats them.
+    """
     day = text[:10]
-    base = day_cache.get(day)
+    base = day_cache.get(day) if day_cache is not None else None
     try:
         if base is None:
             if len(text) < 19 or text[2] != "/" or text[5] != "/" or text[10] != " ":
                 raise ValueError
             base = _days_from_civil(int(text[6:10]), int(text[0:2]), int(text[3:5])) * 86400.0
-            if len(day_cache) > 4096:
-                day_cache.clear()
-            day_cache[day] = base
+            if day_cache is not None:
+                if len(day_cache) > 4096:
+                    day_cache.clear()
+                day_cache[day] = base
         if text[13] != ":" or text[16] != ":":
             raise ValueError
         h, mi, sec = int(text[11:13]), int(text[14:16]), float(text[17:])
         if h > 23 or mi > 59 or not 0 <= sec < 61:
             raise ValueError
     except (ValueError, IndexError):
-        raise log._fail(f"bad timestamp {text[:40]!r} (expected MM/DD/YYYY HH:MM:SS.fff)", line, 1) from None
+        raise ValueError(f"bad timestamp {text[:40]!r} (expected MM/DD/YYYY HH:MM:SS.fff)") from None
     return base + h * 3600 + mi * 60 + sec
 
 

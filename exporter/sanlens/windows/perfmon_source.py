@@ -1,0 +1,190 @@
+"""Host source that follows PerfMon CSV/TSV logs being written (``source: perfmon``).
+
+Each poll reads only the tail of each configured file and uses its newest
+complete row: PerfMon has already cooked the rates (Disk Reads/sec, Avg. Disk
+sec/Read, % Idle Time ...). Counters for the exposition are integrated from those
+rates over the row timestamps, so the sanlens_host_disk_* families look the same
+as with the other sources. Memory stays bounded whatever the file size.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from sanlens.config import HostTarget
+from sanlens.errors import SourceError
+from sanlens.join import LunDirectory
+from sanlens.model import HostDiskStats
+from sanlens.windows.exposition import DiskReading
+from sanlens.windows.perfmon import LogHeader, PerfmonLog, PerfmonParseError, parse_timestamp, to_float
+from sanlens.windows.sources import HostSource
+
+log = logging.getLogger(__name__)
+
+# English PhysicalDisk counter (lower case) -> HostDiskStats field
+DISK_COUNTERS = {
+    "disk reads/sec": "read_iops",
+    "disk writes/sec": "write_iops",
+    "avg. disk sec/read": "read_latency_s",
+    "avg. disk sec/write": "write_latency_s",
+    "% idle time": "idle_ratio",
+    "current disk queue length": "queue_length",
+    "disk read bytes/sec": "read_bytes_s",
+    "disk write bytes/sec": "write_bytes_s",
+    "split io/sec": "split_iops",
+}
+TAIL_BYTES = 256 * 1024
+
+
+def disk_columns(header: LogHeader) -> tuple[dict[int, tuple[str, tuple[str, ...], str]], list[str]]:
+    """Column index -> (disk number, drives, field) for PhysicalDisk counters; plus unknown disk counters."""
+    out: dict[int, tuple[str, tuple[str, ...], str]] = {}
+    unknown: list[str] = []
+    for i, c in enumerate(header.columns):
+        if c.object.lower() != "physicaldisk" or c.instance.lower() == "_total":
+            continue
+        name = DISK_COUNTERS.get(c.counter.lower())
+        if name is None:
+            unknown.append(c.path)
+            continue
+        number, _, rest = c.instance.partition(" ")
+        out[i] = (number, tuple(d.upper() for d in rest.split() if d.endswith(":")), name)
+    return out, unknown
+
+
+@dataclass
+class _Followed:
+    path: str
+    header: LogHeader | None = None
+    encoding: str = "utf-8"
+    delimiter: str = ","
+    columns: dict[int, tuple[str, tuple[str, ...], str]] = field(default_factory=dict)
+    size: int = 0
+
+
+class PerfmonSource(HostSource):
+    kind = "perfmon"
+
+    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
+        super().__init__(target, directory)
+        self.files = [_Followed(p) for p in target.files]
+        self._totals: dict[tuple[str, str], float] = {}
+        self._last_ts: float | None = None
+
+    def _open(self, f: _Followed) -> None:
+        try:
+            with PerfmonLog(f.path) as plog:
+                f.header, f.encoding, f.delimiter = plog.header, plog.encoding, plog.delimiter
+        except PerfmonParseError as e:
+            raise SourceError(str(e), reason="parse") from None
+        if f.encoding == "utf-16":
+            raise SourceError(
+                f"{f.path}: UTF-16 logs cannot be followed; write the log as CSV (ANSI/UTF-8)", reason="parse"
+            )
+        f.columns, unknown = disk_columns(f.header)
+        if unknown:
+            log.warning(
+                "%s: %d PhysicalDisk counter(s) not recognised (localized?), e.g. %s",
+                f.path,
+                len(unknown),
+                unknown[0],
+            )
+        if not f.columns:
+            log.warning("%s: no English PhysicalDisk counters found; nothing to report from it", f.path)
+
+    def _newest_row(self, f: _Followed) -> tuple[float, list[str]] | None:
+        try:
+            size = os.path.getsize(f.path)
+            if f.header is None or size < f.size:  # new or truncated/rotated file
+                self._open(f)
+            f.size = size
+            with open(f.path, "rb") as fh:
+                fh.seek(max(0, size - TAIL_BYTES))
+                tail = fh.read().decode(f.encoding.replace("-sig", ""), errors="replace")
+        except OSError as e:
+            raise SourceError(f"{f.path}: {e.strerror}", reason="io") from None
+        assert f.header is not None
+        width = len(f.header.columns) + 1
+        lines = tail.splitlines(keepends=True)
+        for line in reversed(lines[1:] if size > TAIL_BYTES else lines):
+            if not line.endswith(("\n", "\r")):
+                continue  # being written
+            cells = next(csv.reader([line], delimiter=f.delimiter), [])
+            if len(cells) != width:
+                continue
+            try:
+                ts = parse_timestamp(cells[0])
+            except ValueError:
+                continue
+            return ts + f.header.bias_minutes * 60.0, cells[1:]
+        return None
+
+    def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
+        newest: tuple[float, dict[str, dict[str, float]], dict[str, tuple[str, ...]]] | None = None
+        for f in self.files:
+            row = self._newest_row(f)
+            if row is None:
+                continue
+            ts, cells = row
+            values: dict[str, dict[str, float]] = {}
+            drives: dict[str, tuple[str, ...]] = {}
+            for i, (disk, drv, name) in f.columns.items():
+                try:
+                    value = to_float(cells[i])
+                except ValueError:
+                    continue
+                if value is not None:
+                    values.setdefault(disk, {})[name] = value
+                    drives[disk] = drv
+            if newest is None or ts > newest[0]:
+                newest = (ts, values, drives)
+        if newest is None:
+            raise SourceError(
+                f"host {self.name}: no complete data row in {', '.join(self.target.files)}", reason="parse"
+            )
+        ts, values, drives = newest
+        dt = ts - self._last_ts if self._last_ts is not None and ts > self._last_ts else 0.0
+        if self._last_ts is None or ts > self._last_ts:
+            self._last_ts = ts
+        readings, rates = [], {}
+        for disk, vals in sorted(values.items()):
+            idle = vals.get("idle_ratio")
+            stats = HostDiskStats(
+                host=self.name,
+                disk=disk,
+                read_iops=vals.get("read_iops"),
+                write_iops=vals.get("write_iops"),
+                read_latency_s=vals.get("read_latency_s"),
+                write_latency_s=vals.get("write_latency_s"),
+                idle_ratio=None if idle is None else min(max(idle / 100.0, 0.0), 1.0),
+                queue_length=vals.get("queue_length"),
+                read_bytes_s=vals.get("read_bytes_s"),
+                write_bytes_s=vals.get("write_bytes_s"),
+                split_iops=vals.get("split_iops"),
+            )
+            rates[disk] = stats
+            readings.append(self._integrate(disk, drives.get(disk, ()), stats, dt))
+        return ts, readings, rates, dt or None
+
+    def _integrate(self, disk: str, drives: tuple[str, ...], s: HostDiskStats, dt: float) -> DiskReading:
+        """Counters from rates: ops += IOPS·dt, latency += sec/op·IOPS·dt, idle += ratio·dt."""
+        incr = {
+            "reads": (s.read_iops or 0.0) * dt,
+            "writes": (s.write_iops or 0.0) * dt,
+            "read_bytes": (s.read_bytes_s or 0.0) * dt,
+            "write_bytes": (s.write_bytes_s or 0.0) * dt,
+            "read_latency_s": (s.read_latency_s or 0.0) * (s.read_iops or 0.0) * dt,
+            "write_latency_s": (s.write_latency_s or 0.0) * (s.write_iops or 0.0) * dt,
+            "idle_s": (s.idle_ratio or 0.0) * dt,
+            "split_ios": (s.split_iops or 0.0) * dt,
+        }
+        totals: dict[str, Any] = {}
+        for name, add in incr.items():
+            key = (disk, name)
+            self._totals[key] = self._totals.get(key, 0.0) + add
+            totals[name] = self._totals[key]
+        return DiskReading(disk=disk, drives=drives, queue_length=s.queue_length, **totals)
