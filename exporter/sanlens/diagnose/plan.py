@@ -136,7 +136,7 @@ def plan_luns(
     steps.append(Step("luns_by_queue", "⌈N/(0.75·Q_eff)⌉", by_queue, "LUNs"))
     x_lun = CEILING_USABLE * lun_ceiling
     steps.append(
-        Step("x_lun", f"X_lun = 0.8 × {lun_ceiling:,.0f} (LUN ceiling, ONTAP {version})", x_lun, "IOPS")
+        Step("x_lun", f"X_lun = 0.8·{lun_ceiling:,.0f} (LUN ceiling, ONTAP {version})", x_lun, "IOPS")
     )
     by_ceiling = max(1, math.ceil(iops / x_lun))
     steps.append(Step("luns_by_ceiling", "⌈X/X_lun⌉", by_ceiling, "LUNs"))
@@ -145,7 +145,7 @@ def plan_luns(
 
     x_vol = CEILING_USABLE * vol_ceiling
     steps.append(
-        Step("x_volume", f"X_vol = 0.8 × {vol_ceiling:,.0f} (volume ceiling, ONTAP {version})", x_vol, "IOPS")
+        Step("x_volume", f"X_vol = 0.8·{vol_ceiling:,.0f} (volume ceiling, ONTAP {version})", x_vol, "IOPS")
     )
     vols_ceiling = max(1, math.ceil(iops / x_vol))
     steps.append(Step("volumes_by_ceiling", "⌈X/X_vol⌉", vols_ceiling, "volumes"))
@@ -186,9 +186,9 @@ def plan_luns(
         notes.append("Writes are ≥ 30 % of the load: spread the LUNs over 2 volumes.")
     if not port_ok:
         notes.append(
-            f"{hosts} host(s) × {luns} LUN(s) × queue depth {queue_depth} = {worst} > {PORT_MAX_OUTSTANDING} "
+            f"{hosts} host(s)·{luns} LUN(s)·queue depth {queue_depth} = {worst} > {PORT_MAX_OUTSTANDING} "
             f"outstanding commands per target port: lower the queue depth to ≤ {max_q} or spread the hosts "
-            f"over {ports_needed}× the target ports."
+            f"over {ports_needed} times the target ports."
         )
     if expected > PORT_MAX_OUTSTANDING:
         notes.append("Even the expected outstanding I/O exceeds one port's limit: add target ports.")
@@ -300,7 +300,7 @@ def plan_duration(
     target_size_gb: float | None = None,
     profile: dict[str, Any] | None = None,
 ) -> DurationPlan:
-    """time = size_MB / rate[priority] × disk factor × RAID factor (+ expansion for a bigger target)."""
+    """time = size_MB / rate[priority]·disk factor·RAID factor (+ expansion for a bigger target)."""
     if operation not in ("rebuild", "migrate", "bind"):
         raise PlanError(f"unknown operation {operation!r}")
     _positive("size-gb", size_gb)
@@ -319,7 +319,7 @@ def plan_duration(
             "rate_mb_s": rate,
             "time_factor": factor,
             "seconds": main,
-            "formula": "size_MB / rate × factor",
+            "formula": "size_MB / rate·factor",
         }
     ]
     total = main
@@ -369,7 +369,7 @@ def render_luns(plan: LunPlan) -> str:
     i = plan.inputs
     lines = [
         f"Workload: {i['iops']:,.0f} IOPS, {i['write_ratio']:.0%} writes, ONTAP {i['ontap_version']}, "
-        f"service time {i['latency_ms']:g} ms, queue depth {i['queue_depth']} × {i['paths']} path(s), "
+        f"service time {i['latency_ms']:g} ms, queue depth {i['queue_depth']} x {i['paths']} path(s), "
         f"{i['hosts']} host(s)",
         "",
         "Reasoning:",
@@ -401,7 +401,7 @@ def render_duration(plan: DurationPlan) -> str:
     lines = [f"{what} (profile {plan.profile}):"]
     for ph in plan.phases:
         lines.append(
-            f"  {ph['phase']:<10} {ph['size_mb']:,.0f} MB / {ph['rate_mb_s']:g} MB/s × {ph['time_factor']:g}"
+            f"  {ph['phase']:<10} {ph['size_mb']:,.0f} MB / {ph['rate_mb_s']:g} MB/s x {ph['time_factor']:g}"
             f" = {ph['seconds']:,.0f} s"
         )
     lines.append(f"Duration: {plan.seconds / 3600:.2f} h ({_hms(plan.seconds)})")
