@@ -66,6 +66,12 @@ def _read_perfmon(path: Path) -> Analysis:
 
 register(InputReader("perfmon", _detect_perfmon, _read_perfmon))
 
+# ------------------------------------------------------------------ ONTAP captures (report/ontap_inputs.py)
+from sanlens.report import ontap_inputs  # noqa: E402
+
+for _kind, _detect in ontap_inputs.DETECTORS:
+    register(InputReader(_kind, _detect, ontap_inputs.reader(_kind)))
+
 
 # ------------------------------------------------------------------ driver
 def analyze_file(path: Path) -> Analysis:
@@ -81,10 +87,11 @@ def analyze_file(path: Path) -> Analysis:
     raise SanlensError(f"{path}: unrecognised input (known kinds: {kinds})")
 
 
-def report_json(results: list[Analysis]) -> dict[str, Any]:
+def report_json(results: list[Analysis], findings: ontap_inputs.Findings | None = None) -> dict[str, Any]:
     return {
         "inputs": [r.input for r in results],
         "series": [s for r in results for s in r.series],
+        "diagnoses": findings.diagnoses if findings else [],
     }
 
 
@@ -120,8 +127,26 @@ def render_text(results: list[Analysis], out: TextIO) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE", help="PerfMon CSV/TSV logs (relog, typeperf)")
-    p.add_argument("--format", choices=["text", "json"], default="text", help="output format (default text)")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="PerfMon CSV/TSV logs; ONTAP statistics show -raw text, sysstat -M text, counter-table rows JSON",
+    )
+    p.add_argument(
+        "--format", choices=["text", "json", "html"], default="text", help="output format (default text)"
+    )
+    p.add_argument("--output", "-o", default=None, help="write the report to this file instead of stdout")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=None,
+        help="seconds between ONTAP samples when the captures do not say",
+    )
+    p.add_argument("--cluster", default="offline", help="cluster name for ONTAP findings (default offline)")
+    p.add_argument(
+        "--ontap-version", default=None, help="ONTAP version for version-dependent ceilings, e.g. 9.8"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,12 +158,33 @@ def run(args: argparse.Namespace) -> int:
         except SanlensError as e:
             failed += 1
             print(f"error: {e}", file=sys.stderr)
+    if args.interval is not None and not args.interval > 0:
+        print("error: --interval: must be positive", file=sys.stderr)
+        return 2
+    try:
+        version = ontap_inputs.parse_version_arg(args.ontap_version)
+        findings = ontap_inputs.finish(results, args.interval, args.cluster, version)
+    except SanlensError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     for r in results:
         for w in r.warnings:
             print(f"warning: {r.input.get('path')}: {w}", file=sys.stderr)
-    if args.format == "json":
-        json.dump(report_json(results), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        render_text(results, sys.stdout)
+    for w in findings.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    try:
+        if args.format == "json":
+            json.dump(report_json(results, findings), out, indent=2)
+            out.write("\n")
+        elif args.format == "html":
+            from sanlens.report.html import render_html
+
+            out.write(render_html(results, findings))
+        else:
+            render_text(results, out)
+            ontap_inputs.render_findings_text(findings, out)
+    finally:
+        if out is not sys.stdout:
+            out.close()
     return 2 if failed else 0
