@@ -542,7 +542,9 @@ def finish(
     span = (max(ends) - min(starts)) if starts else 0.0
     findings = run_engine(merged(*streams), span)
     if ontap:
-        ontap[0].series.extend(st.as_json() for st in cooker.series.values())
+        by_path = {str(r.detail.path): r for r in ontap}
+        for st in cooker.series.values():  # each series under the input it was first cooked from
+            by_path.get(st.inputs[0], ontap[0]).series.append(st.as_json())
         ontap[0].warnings.extend(cooker.warnings)
     findings.series = list(cooker.series.values())
     return findings
