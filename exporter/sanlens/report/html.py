@@ -50,7 +50,7 @@ def _e(x: object) -> str:
 
 def _fmt(v: float | None) -> str:
     if v is None:
-        return "–"
+        return "-"
     if v == 0:
         return "0"
     a = abs(v)
@@ -135,7 +135,7 @@ def render_html(results: Sequence[Any], findings: Findings) -> str:
         i = r.input
         out.append(
             f"<tr><td>{_e(i.get('path'))}</td><td>{_e(i.get('kind'))}</td><td class=n>{_e(i.get('samples'))}</td>"
-            f"<td>{_e(i.get('start') or '–')}</td><td>{_e(i.get('end') or '–')}</td></tr>"
+            f"<td>{_e(i.get('start') or '-')}</td><td>{_e(i.get('end') or '-')}</td></tr>"
         )
     out.append("</table>")
     warnings = [f"{r.input.get('path')}: {w}" for r in results for w in r.warnings] + findings.warnings
