@@ -1,0 +1,127 @@
+"""`sanlens analyze` on ONTAP captures: counter-table rows JSON, statistics text, sysstat -M."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tests.conftest import fixture_path
+
+from sanlens.cli import main
+
+DATA = Path(__file__).parent / "data" / "ontap"
+
+
+def analyze_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[dict, str]:
+    rc = main(["analyze", *argv, "--format", "json"])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    return json.loads(cap.out), cap.err
+
+
+def counters(path: Path, row_id_part: str) -> dict[str, float]:
+    doc = json.loads(path.read_text())
+    rec = next(r for r in doc["records"] if row_id_part in r["id"])
+    return {c["name"]: c["value"] for c in rec["counters"] if "value" in c}
+
+
+def series(out: dict, obj: str, instance_part: str, counter: str, label: str = "") -> dict:
+    found = [
+        s
+        for s in out["series"]
+        if s.get("object") == obj
+        and instance_part in s["instance"]
+        and s["counter"] == counter
+        and s["label"] == label
+    ]
+    assert len(found) == 1, (obj, instance_part, counter, label)
+    return found[0]
+
+
+def test_volume_rows_real_captures(capsys: pytest.CaptureFixture[str]) -> None:
+    a = fixture_path("ontap/restperf/volume-rows-1.json")
+    b = fixture_path("ontap/restperf/volume-rows-2.json")
+    out, _err = analyze_json(capsys, str(a), str(b), "--interval", "60")
+    ca, cb = counters(a, ":harvest:"), counters(b, ":harvest:")
+    # read latency per op: Δread_latency (µs) / Δtotal_read_ops, in seconds
+    lat = (cb["read_latency"] - ca["read_latency"]) / (cb["total_read_ops"] - ca["total_read_ops"]) / 1e6
+    s = series(out, "volume", ":harvest:", "read_latency")
+    assert s["unit"] == "seconds" and s["samples"] == 1
+    assert s["mean"] == pytest.approx(lat) and s["min"] == s["max"] == s["mean"]
+    ops = series(out, "volume", ":harvest:", "total_ops")
+    assert ops["mean"] == pytest.approx((cb["total_ops"] - ca["total_ops"]) / 60)
+    assert ops["unit"] == "per_second"
+    kinds = [i["kind"] for i in out["inputs"]]
+    assert kinds == ["ontap-counter-rows", "ontap-counter-rows"]
+    assert out["inputs"][0]["objects"] == ["volume"]
+    assert "diagnoses" in out and isinstance(out["diagnoses"], list)
+
+
+def test_without_interval_rates_are_left_out_but_averages_stay(capsys: pytest.CaptureFixture[str]) -> None:
+    a = fixture_path("ontap/restperf/volume-rows-1.json")
+    b = fixture_path("ontap/restperf/volume-rows-2.json")
+    out, err = analyze_json(capsys, str(a), str(b))
+    assert not [s for s in out["series"] if s["counter"] == "total_ops"]
+    assert [s for s in out["series"] if s["counter"] == "read_latency"]
+    assert "--interval" in err
+
+
+def test_system_node_rows_skip_incomplete_aggregation(capsys: pytest.CaptureFixture[str]) -> None:
+    a = fixture_path("ontap/restperf/system-node-rows-vsim-1.json")
+    b = fixture_path("ontap/restperf/system-node-rows-vsim-2.json")
+    out, err = analyze_json(capsys, str(a), str(b), "--interval", "60")
+    # every node that appears in both polls has aggregation.complete false: nothing is cooked
+    assert [s for s in out["series"] if s["object"] == "system:node"] == []
+    assert "incomplete aggregation" in err
+
+
+def test_schema_file_types_the_rows(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # a schema that says total_ops is a delta overrides the built-in rate
+    schema = {"name": "volume", "counter_schemas": [{"name": "total_ops", "type": "delta", "unit": "none"}]}
+    sf = tmp_path / "volume-schema.json"
+    sf.write_text(json.dumps(schema))
+    a = fixture_path("ontap/restperf/volume-rows-1.json")
+    b = fixture_path("ontap/restperf/volume-rows-2.json")
+    out, _ = analyze_json(capsys, str(sf), str(a), str(b), "--interval", "60")
+    ca, cb = counters(a, ":harvest:"), counters(b, ":harvest:")
+    assert series(out, "volume", ":harvest:", "total_ops")["mean"] == cb["total_ops"] - ca["total_ops"]
+    assert out["inputs"][0]["kind"] == "ontap-counter-schema"
+
+
+def test_statistics_text_captures_with_interval(capsys: pytest.CaptureFixture[str]) -> None:
+    a = fixture_path("ontap/statperf/lun-statistics-show-raw-1.txt")
+    b = fixture_path("ontap/statperf/lun-statistics-show-raw-2.txt")
+    # equal capture timestamps: command-line order is the sample order
+    out, _ = analyze_json(capsys, str(a), str(b), "--interval", "30")
+    d_sent = 4428447 - 4318447  # read_ops_sent in the two texts
+    d_h0 = 4152382 - 4052382  # read_align_histo[0] in the two texts
+    assert series(out, "lun", "osc_iscsi_vol01", "read_ops_sent")["mean"] == d_sent
+    h = series(out, "lun", "osc_iscsi_vol01", "read_align_histo", "0")
+    assert h["unit"] == "percent" and h["mean"] == pytest.approx(100 * d_h0 / d_sent)
+    assert series(out, "lun", "osc_iscsi_vol01", "read_ops")["mean"] == 0.0  # no read ops moved
+
+
+def test_sysstat_domain_busy_series(capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = analyze_json(capsys, str(DATA / "sysstat-M.txt"))
+    k = series(out, "sysstat", "sysstat-M", "domain_busy", "kahuna")
+    assert k["unit"] == "percent" and k["samples"] == 4
+    assert k["mean"] == pytest.approx((88 + 90 + 91 + 89) / 4) and k["max"] == 91
+    assert out["inputs"][0]["kind"] == "ontap-sysstat"
+
+
+def test_statistics_samples_in_one_file(capsys: pytest.CaptureFixture[str]) -> None:
+    out, _ = analyze_json(capsys, str(DATA / "lun-statistics-show-raw-samples.txt"))
+    lat = series(out, "lun", "/vol/sqldata/lun0", "avg_read_latency")
+    assert lat["min"] == pytest.approx(900e6 / 1.8e6 * 1e-6)  # 0.5 ms
+    assert lat["max"] == pytest.approx(1440e6 / 1.8e6 * 1e-6)  # 0.8 ms
+    assert series(out, "lun", "/vol/sqldata/lun0", "read_ops")["mean"] == pytest.approx(1.8e6 / 60)
+    assert out["inputs"][0]["start"] == "2025-03-02T10:00:00Z" and out["inputs"][0]["samples"] == 3
+
+
+def test_bad_interval_and_unknown_file_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["analyze", str(DATA / "sysstat-M.txt"), "--interval", "0"]) == 2
+    f = tmp_path / "x.txt"
+    f.write_text("hello\n")
+    assert main(["analyze", str(f)]) == 2
+    assert "unrecognised input" in capsys.readouterr().err

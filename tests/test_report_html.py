@@ -1,0 +1,61 @@
+"""`sanlens analyze --format html`: one self-contained file that fetches nothing."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+from sanlens.cli import main
+
+DATA = Path(__file__).parent / "data" / "ontap"
+PERFMON = Path(__file__).parent / "data" / "perfmon"
+
+
+class _Refs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.refs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for k, v in attrs:
+            if k in ("src", "href", "xlink:href", "data", "poster", "srcset") and v:
+                self.refs.append(v)
+
+
+def render(tmp_path: Path, *files: Path) -> str:
+    out = tmp_path / "report.html"
+    assert main(["analyze", *map(str, files), "--format", "html", "--output", str(out)]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+def test_html_is_self_contained(tmp_path: Path) -> None:
+    files = [DATA / "lun-statistics-show-raw-samples.txt", DATA / "sysstat-M.txt"]
+    files += sorted(PERFMON.glob("*.csv"))[:1]
+    text = render(tmp_path, *files)
+    p = _Refs()
+    p.feed(text)
+    assert "script" not in p.tags and "link" not in p.tags and "iframe" not in p.tags
+    assert p.refs == []  # nothing to load: no src=, href=
+    assert not re.search(r"https?://", text.replace('xmlns="http://www.w3.org/2000/svg"', ""))
+    assert "url(" not in text and "@import" not in text
+    assert text.count("<svg") >= 3 and "<style>" in text
+
+
+def test_html_lists_inputs_charts_and_bands(tmp_path: Path) -> None:
+    text = render(tmp_path, DATA / "sysstat-M.txt")
+    assert "sysstat-M.txt" in text and "ontap-sysstat" in text
+    # the kahuna domain chart carries warning/critical bands (50 % / 90 % of a core)
+    chart = text.split("domain_busy[kahuna]", 1)[1].split("</svg>", 1)[0]
+    assert "<title>critical</title>" in chart and "<title>warning</title>" in chart
+    assert "<polyline" in chart
+    assert "Diagnoses" in text
+
+
+def test_html_escapes_names(tmp_path: Path) -> None:
+    f = tmp_path / "evil.txt"
+    f.write_text((DATA / "lun-statistics-show-raw-samples.txt").read_text().replace("lun0", "<b>lun0</b>"))
+    text = render(tmp_path, f)
+    assert "<b>lun0</b>" not in text and "&lt;b&gt;lun0&lt;/b&gt;" in text
