@@ -121,7 +121,7 @@ def test_sysstat_m_columns() -> None:
     dom = dict(zip(row.labels["domain_busy"], row.counters["domain_busy"], strict=True))
     assert dom["kahuna"] == 90.0 and dom["wafl_exempt"] == 8.0 and dom["wafl_exempt_kahuna"] == 3.0
     assert dom["network"] == 11.0 and row.counters["ops"] == 21510.0
-    # Σ domains ≈ N_cpu × AVG (percent of one core each)
+    # Σ domains ≈ N_cpu·AVG (percent of one core each)
     total = sum(v for k, v in dom.items() if not k.endswith("_kahuna"))
     assert total == pytest.approx(4 * row.counters["avg"], abs=6)
 
