@@ -91,7 +91,7 @@ def test_bad_file_reports_line_and_exits_2(tmp_path: Path, capsys: pytest.Captur
     assert main(["analyze", "--format", "json", str(p)]) == 2
     captured = capsys.readouterr()
     assert "bad.csv:2:2" in captured.err and "not a number" in captured.err
-    assert json.loads(captured.out) == {"inputs": [], "series": []}
+    assert json.loads(captured.out) == {"inputs": [], "series": [], "diagnoses": []}
 
 
 def test_blg_is_refused_with_relog_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
