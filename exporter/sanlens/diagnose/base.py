@@ -1,0 +1,231 @@
+"""What every diagnosis module shares: the observation it returns and the joined context it reads.
+
+A diagnosis is a pure function ``evaluate(ctx, th) -> list[Observation]``: one
+observation per subject that exists, with the level its thresholds give *now*.
+The engine turns those levels into states with sustain and hysteresis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from sanlens.diagnose.history import History
+from sanlens.model import (
+    HostDiskStats,
+    HostView,
+    LunStats,
+    NodeStats,
+    OntapVersion,
+    OntapView,
+    VolumeStats,
+)
+
+LABELS = ("cluster", "node", "svm", "volume", "lun", "aggregate", "host", "disk")
+# Serial (single-threaded) CPU domains across ONTAP releases; their busy is capped at one core.
+SERIAL_DOMAINS = frozenset({"kahuna", "kahuna_legacy", "nwk_legacy", "network", "raid", "target", "cluster"})
+Thresholds = Mapping[str, Mapping[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One subject of one diagnosis at one evaluation.
+
+    ``level`` is 0/1/2 as the thresholds give it now, or None when the data to
+    judge is missing (the engine then keeps the subject's state as it was).
+    """
+
+    id: str
+    key: str  # readable subject, e.g. cluster1/svm1/vol/v/lun0 or sql01/disk 1
+    labels: Mapping[str, str]
+    level: int | None
+    score: float = 0.0
+    evidence: Mapping[str, float | None] = field(default_factory=dict)  # None/NaN are dropped
+    recommendation: str = ""
+
+
+def num(x: float | None) -> float | None:
+    """A finite float, or None (NaN and inf are missing data)."""
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def total(*xs: float | None) -> float | None:
+    vals = [v for v in (num(x) for x in xs) if v is not None]
+    return sum(vals) if vals else None
+
+
+def weighted_latency(
+    r_iops: float | None, w_iops: float | None, r_lat: float | None, w_lat: float | None
+) -> float | None:
+    """IOPS-weighted mean of read and write latency (seconds); None without data."""
+    pairs = [(num(i), num(lat)) for i, lat in ((r_iops, r_lat), (w_iops, w_lat))]
+    known = [(i or 0.0, lat) for i, lat in pairs if lat is not None]
+    if not known:
+        return None
+    ops = sum(i for i, _ in known)
+    if ops <= 0:
+        return max(lat for _, lat in known)
+    return sum(i * lat for i, lat in known) / ops
+
+
+def worst_latency(
+    r_iops: float | None, w_iops: float | None, r_lat: float | None, w_lat: float | None, min_iops: float
+) -> tuple[float | None, str]:
+    """The worse of read and write latency among ops that run at least ``min_iops``."""
+    best: tuple[float | None, str] = (None, "")
+    for op, i, lat in (("read", r_iops, r_lat), ("write", w_iops, w_lat)):
+        iv, lv = num(i), num(lat)
+        if lv is None or iv is None or iv < min_iops:
+            continue
+        if best[0] is None or lv > best[0]:
+            best = (lv, op)
+    return best
+
+
+def clamp01(x: float) -> float:
+    return 0.0 if not math.isfinite(x) or x < 0 else min(x, 1.0)
+
+
+def labels(**kw: str) -> dict[str, str]:
+    return {k: str(kw.get(k, "") or "") for k in LABELS}
+
+
+def disk_labels(d: HostDiskStats) -> dict[str, str]:
+    return labels(host=d.host, disk=d.disk, cluster=d.cluster, svm=d.svm, volume=d.volume, lun=d.lun)
+
+
+def disk_key(d: HostDiskStats) -> str:
+    return f"{d.host}/disk {d.disk}"
+
+
+def lun_key(cluster: str, svm: str, lun: str) -> str:
+    return f"{cluster}/{svm}/{lun.lstrip('/')}"
+
+
+def volume_key(cluster: str, svm: str, volume: str) -> str:
+    return f"{cluster}/{svm}/{volume}"
+
+
+def ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1000:.3g} ms"
+
+
+def pct(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio * 100:.0f} %"
+
+
+def serial_domains(node: NodeStats) -> dict[str, float]:
+    """Busy (ratio of one core) of the node's serial domains, names as the data gives them."""
+    out = {}
+    for name, v in node.domain_busy.items():
+        val = num(v)
+        if val is not None and name.lower() in SERIAL_DOMAINS:
+            out[name] = val
+    return out
+
+
+def kahuna(node: NodeStats) -> float | None:
+    """Kahuna busy: ``kahuna`` or ``kahuna_legacy``, whichever the release reports (the larger)."""
+    vals = [num(v) for k, v in node.domain_busy.items() if k.lower().startswith("kahuna")]
+    known = [v for v in vals if v is not None]
+    return max(known) if known else None
+
+
+def wafl_exempt(node: NodeStats) -> float | None:
+    for k, v in node.domain_busy.items():
+        if k.lower() == "wafl_exempt":
+            return num(v)
+    return None
+
+
+def ceiling(version: OntapVersion | None, pre: float, post: float) -> float:
+    """The version ceiling: ``pre`` before ONTAP 9.9.1, ``post`` from 9.9.1 (and when unknown)."""
+    if version is not None and not version.at_least(9, 9, 1):
+        return pre
+    return post
+
+
+class Context:
+    """The latest views of every source, joined, plus the engine's history."""
+
+    def __init__(
+        self,
+        now: float,
+        ontap: Mapping[str, OntapView],
+        hosts: Mapping[str, HostView],
+        history: History,
+        backend_iops_capacity: float | None = None,
+    ) -> None:
+        self.now = now
+        self.ontap = ontap
+        self.hosts = hosts
+        self.history = history
+        self.backend_iops_capacity = backend_iops_capacity
+
+    def host_disks(self) -> Iterator[HostDiskStats]:
+        for hv in self.hosts.values():
+            yield from hv.disks
+
+    def luns(self) -> Iterator[LunStats]:
+        for v in self.ontap.values():
+            yield from v.luns
+
+    def volumes(self) -> Iterator[VolumeStats]:
+        for v in self.ontap.values():
+            yield from v.volumes
+
+    def nodes(self) -> Iterator[NodeStats]:
+        for v in self.ontap.values():
+            yield from v.nodes
+
+    @cached_property
+    def _luns(self) -> dict[tuple[str, str, str], LunStats]:
+        return {(lun.cluster, lun.svm, lun.lun): lun for lun in self.luns()}
+
+    @cached_property
+    def _volumes(self) -> dict[tuple[str, str, str], VolumeStats]:
+        return {(v.cluster, v.svm, v.volume): v for v in self.volumes()}
+
+    @cached_property
+    def _nodes(self) -> dict[tuple[str, str], NodeStats]:
+        return {(n.cluster, n.node): n for n in self.nodes()}
+
+    @cached_property
+    def mapped_luns(self) -> dict[tuple[str, str, str], HostDiskStats]:
+        """LUNs that a host disk maps to (for the data class of a LUN)."""
+        return {(d.cluster, d.svm, d.lun): d for d in self.host_disks() if d.mapped}
+
+    def lun_of(self, d: HostDiskStats) -> LunStats | None:
+        """The ONTAP LUN behind a mapped host disk, from the latest poll of its cluster."""
+        if not d.mapped:
+            return None
+        return self._luns.get((d.cluster, d.svm, d.lun))
+
+    def volume(self, cluster: str, svm: str, volume: str) -> VolumeStats | None:
+        return self._volumes.get((cluster, svm, volume))
+
+    def node(self, cluster: str, node: str) -> NodeStats | None:
+        return self._nodes.get((cluster, node))
+
+    def node_of_lun(self, lun: LunStats) -> NodeStats | None:
+        name = lun.node
+        if not name:
+            vol = self.volume(lun.cluster, lun.svm, lun.volume)
+            name = vol.node if vol else ""
+        return self.node(lun.cluster, name) if name else None
+
+    def version(self, cluster: str) -> OntapVersion | None:
+        view = self.ontap.get(cluster)
+        if view is not None and view.version is not None:
+            return view.version
+        return self.history.version(cluster)

@@ -1,0 +1,135 @@
+"""disk_busy_imbalance: some data disks of an aggregate work much harder than the rest.
+
+The field case: an aggregate grown by new disks kept them hot, because new
+writes landed on the free space there, until ``reallocate`` spread the data.
+Within an aggregate's data disks (spares and broken disks excluded):
+
+- CV of busy (stdev / mean) > 0.3, or max / median > 1.5, or mean busy of the
+  newest RAID group / mean of the older ones > 1.5;
+- and the busiest disk > 50 % busy (an idle imbalance hurts nobody);
+- critical when the busiest disk is >= 90 % busy.
+
+ONTAP-only and joined data behave alike (one subject per aggregate with disk
+data); host-only data has no subject.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+from sanlens.diagnose.base import Context, Observation, Thresholds, clamp01, labels, num, pct
+from sanlens.model import DiskStats
+
+ID = "disk_busy_imbalance"
+NOT_DATA = frozenset({"spare", "broken", "unassigned", "maintenance", "unknown"})
+
+
+def _rg_order(name: str) -> tuple[int, str]:
+    """Natural order of RAID groups (rg2 < rg10); the last is the newest."""
+    digits = re.findall(r"\d+", name.rsplit("/", 1)[-1])
+    return (int(digits[-1]) if digits else -1, name)
+
+
+def imbalance(disks: list[DiskStats]) -> dict[str, float | None]:
+    """CV, max/median and newest-RG ratio of the disks' busy ratios."""
+    busy = [b for d in disks if (b := num(d.busy_ratio)) is not None]
+    out: dict[str, float | None] = {"disks": float(len(busy))}
+    if not busy:
+        return out
+    mean = statistics.fmean(busy)
+    med = statistics.median(busy)
+    out.update(
+        busy_mean_ratio=mean,
+        busy_max_ratio=max(busy),
+        busy_cv_ratio=statistics.pstdev(busy) / mean if mean > 0 else 0.0,
+        busy_max_to_median_ratio=max(busy) / med if med > 0 else None,
+    )
+    groups: dict[str, list[float]] = {}
+    for d in disks:
+        b = num(d.busy_ratio)
+        if b is not None and d.raid_group:
+            groups.setdefault(d.raid_group, []).append(b)
+    if len(groups) >= 2:
+        order = sorted(groups, key=_rg_order)
+        older = [b for g in order[:-1] for b in groups[g]]
+        old_mean = statistics.fmean(older)
+        out["newest_raid_group_ratio"] = (
+            statistics.fmean(groups[order[-1]]) / old_mean if old_mean > 0 else None
+        )
+    return out
+
+
+def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
+    t = th[ID]
+    out: list[Observation] = []
+    for cluster, view in ctx.ontap.items():
+        by_aggr: dict[str, list[DiskStats]] = {a.aggregate: [] for a in view.aggregates}
+        types = {a.aggregate: a.disk_type for a in view.aggregates}
+        nodes = {a.aggregate: a.node for a in view.aggregates}
+        for d in view.disks:
+            if d.aggregate and d.container.lower() not in NOT_DATA:
+                by_aggr.setdefault(d.aggregate, []).append(d)
+                types[d.aggregate] = types.get(d.aggregate) or d.disk_type
+                nodes[d.aggregate] = nodes.get(d.aggregate) or d.node
+        for aggr, disks in sorted(by_aggr.items()):
+            ev = imbalance(disks)
+            n = int(ev["disks"] or 0)
+            level: int | None
+            if n == 0:
+                level = None if disks else 0
+            elif n < t["min_disks"]:
+                level = 0
+            else:
+                cv, mm, rg = (
+                    ev.get("busy_cv_ratio"),
+                    ev.get("busy_max_to_median_ratio"),
+                    ev.get("newest_raid_group_ratio"),
+                )
+                top = ev["busy_max_ratio"] or 0.0
+                skew = (
+                    (cv is not None and cv > t["cv"])
+                    or (mm is not None and mm > t["max_to_median"])
+                    or (rg is not None and rg > t["newest_raid_group_ratio"])
+                )
+                level = (
+                    (2 if top >= t["critical_max_busy_ratio"] else 1)
+                    if skew and top > t["min_max_busy_ratio"]
+                    else 0
+                )
+            factor = max(
+                (ev.get("busy_cv_ratio") or 0.0) / t["cv"],
+                (ev.get("busy_max_to_median_ratio") or 0.0) / t["max_to_median"],
+                (ev.get("newest_raid_group_ratio") or 0.0) / t["newest_raid_group_ratio"],
+            )
+            score = clamp01(factor / 2) * clamp01(ev.get("busy_max_ratio") or 0.0)
+            advice = ""
+            if level:
+                dtype = (types.get(aggr) or "").upper()
+                hdd = dtype not in ("SSD", "SSD_NVM", "SSD-NVM", "SSD_CAP")
+                fix = (
+                    "Run `volume reallocation start -vserver <svm> -path /vol/<volume> -force true` on its "
+                    "volumes (or aggregate reallocation) to spread the blocks; expect new disks to take extra "
+                    "writes for a while after an expansion."
+                    if hdd
+                    else "This is an SSD aggregate: reallocation does not apply; look for a hot volume or LUN "
+                    "placed on the new RAID group."
+                )
+                advice = (
+                    f"Aggregate {aggr} on {cluster}: disk busy is uneven (CV {ev.get('busy_cv_ratio') or 0:.2f}, "
+                    f"max/median {ev.get('busy_max_to_median_ratio') or 0:.2f}, newest RAID group "
+                    f"{ev.get('newest_raid_group_ratio') or 0:.2f}x the older), busiest disk "
+                    f"{pct(ev.get('busy_max_ratio'))}. {fix}"
+                )
+            out.append(
+                Observation(
+                    ID,
+                    f"{cluster}/{aggr}",
+                    labels(cluster=cluster, node=nodes.get(aggr, ""), aggregate=aggr),
+                    level,
+                    score,
+                    ev,
+                    advice,
+                )
+            )
+    return out

@@ -1,0 +1,308 @@
+"""The diagnosis engine: history, sustain windows, hysteresis, and the exposed findings.
+
+Sources call ``update`` from their own threads; each call stores the view,
+re-runs every diagnosis (pure functions of the views, history and thresholds)
+and turns their per-subject levels into states:
+
+- a level must hold for the sustain window before the state rises to it;
+- a state falls only after its level, judged against thresholds moved 10 %
+  towards ok (0.9 x), has stayed lower for the exit window.
+
+Time is the snapshots' own timestamps (never the wall clock), so tests and
+``sanlens analyze`` can replay any timeline. ``findings`` and ``metrics``
+return results built at the last update; a scrape never computes anything.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import ModuleType
+from typing import Any
+
+from sanlens.config import Config, DiagnoseConfig
+from sanlens.diagnose import (
+    background_operation_impact,
+    cpu_domain_serial_bottleneck,
+    disk_busy_imbalance,
+    host_queue_limited,
+    latency_slo,
+    lun_iops_ceiling,
+    san_oversubscription,
+    volume_affinity_concentration,
+    volume_iops_ceiling,
+)
+from sanlens.diagnose.base import LABELS, Context, Observation, num
+from sanlens.diagnose.history import History
+from sanlens.diagnose.registry import REGISTRY, SEVERITY, relax, resolve, windows
+from sanlens.model import HostView, Metric, MetricBuilder, OntapView, Snapshot
+
+log = logging.getLogger(__name__)
+
+MODULES: tuple[ModuleType, ...] = (
+    san_oversubscription,
+    host_queue_limited,
+    lun_iops_ceiling,
+    volume_iops_ceiling,
+    cpu_domain_serial_bottleneck,
+    volume_affinity_concentration,
+    disk_busy_imbalance,
+    background_operation_impact,
+    latency_slo,
+)
+DIAG_LABELS = ("diagnosis", "subject", *LABELS)
+OP_LABELS = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
+STALE_MIN_S = 300.0  # a view older than this (and 5 poll intervals) no longer has subjects
+STALE_INTERVALS = 5
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Track:
+    """The state machine of one (diagnosis, subject), with a bounded history of its levels."""
+
+    id: str
+    key: str
+    labels: Mapping[str, str]
+    size: int
+    state: int = 0
+    since: float | None = None
+    up_since: dict[int, float | None] = field(default_factory=lambda: {1: None, 2: None})
+    down_since: float | None = None
+    score: float = 0.0
+    evidence: dict[str, float] = field(default_factory=dict)
+    recommendation: str = ""
+    samples: deque[tuple[float, int | None, int | None]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.samples = deque(maxlen=self.size)
+
+    def step(self, now: float, raw: int | None, relaxed: int | None, sustain: float, exit_: float) -> None:
+        self.samples.append((now, raw, relaxed))
+        if raw is None:  # no data to judge: keep the state as it is
+            return
+        for lvl in (1, 2):
+            if raw >= lvl:
+                start = self.up_since[lvl]
+                self.up_since[lvl] = now if start is None else start
+            else:
+                self.up_since[lvl] = None
+        for lvl in (2, 1):
+            start = self.up_since[lvl]
+            if lvl > self.state and start is not None and now - start >= sustain:
+                if self.state == 0:
+                    self.since = self.up_since[1] if self.up_since[1] is not None else start
+                self.state, self.down_since = lvl, None
+                return
+        if self.state == 0:
+            return
+        keep = max(raw, relaxed if relaxed is not None else raw)
+        if keep >= self.state:
+            self.down_since = None
+            return
+        if self.down_since is None:
+            self.down_since = now
+        if now - self.down_since >= exit_:
+            self.state, self.down_since = keep, None
+            if keep == 0:
+                self.since = None
+                self.recommendation = ""
+
+    def observe(self, o: Observation) -> None:
+        self.labels = o.labels
+        self.score = min(max(float(o.score), 0.0), 1.0) if math.isfinite(o.score) else 0.0
+        self.evidence = {k: v for k, raw in o.evidence.items() if (v := num(raw)) is not None}
+        if o.recommendation:
+            self.recommendation = o.recommendation
+
+
+class Engine:
+    """Implements sanlens.state.Engine; see the module docstring."""
+
+    def __init__(self, cfg: DiagnoseConfig | None = None) -> None:
+        self._lock = threading.RLock()
+        cfg = cfg or DiagnoseConfig()
+        self._configure(cfg)
+        self._history = History(cfg.history)
+        self._ontap: dict[str, OntapView] = {}
+        self._hosts: dict[str, HostView] = {}
+        self._tracks: dict[tuple[str, str], Track] = {}
+        self._now = -math.inf
+        self._findings: list[dict[str, Any]] = []
+        self._metrics: tuple[Metric, ...] = self._build_metrics([])
+
+    def _configure(self, cfg: DiagnoseConfig) -> None:
+        self._cfg = cfg
+        self._th = resolve(cfg)  # raises ConfigError on a bad override
+        self._relaxed = relax(self._th)
+        self._windows = windows(cfg)
+
+    def set_config(self, cfg: Config) -> None:
+        with self._lock:
+            self._configure(cfg.diagnose)
+
+    # ------------------------------------------------------------ feeding
+    def update(self, snapshot: Snapshot) -> None:
+        view = snapshot.view
+        if not isinstance(view, OntapView | HostView):
+            return
+        with self._lock:
+            if isinstance(view, OntapView):
+                self._ontap[view.cluster] = view
+                self._history.add_ontap(view)
+            else:
+                self._hosts[view.host] = view
+                self._history.add_host(view)
+            ts = num(view.timestamp)
+            ts = num(snapshot.timestamp) if ts is None else ts
+            if ts is not None:
+                self._now = max(self._now, ts)
+            if not math.isfinite(self._now):
+                return
+            self._drop_stale()
+            self._evaluate()
+
+    def _drop_stale(self) -> None:
+        ages = [(n, v.timestamp, v.interval_s) for n, v in self._ontap.items()]
+        ages += [(n, v.timestamp, v.interval_s) for n, v in self._hosts.items()]
+        stale = [n for n, ts, iv in ages if self._now - ts > max(STALE_INTERVALS * (iv or 0.0), STALE_MIN_S)]
+        for name in stale:
+            self._ontap.pop(name, None)
+            self._hosts.pop(name, None)
+            self._history.forget(name)
+
+    def _evaluate(self) -> None:
+        now = self._now
+        ctx = Context(now, self._ontap, self._hosts, self._history, self._cfg.backend_iops_capacity)
+        seen: set[tuple[str, str]] = set()
+        for mod in MODULES:
+            did: str = mod.ID
+            try:
+                strict: list[Observation] = mod.evaluate(ctx, self._th)
+                relaxed = {o.key: o.level for o in mod.evaluate(ctx, self._relaxed)}
+            except Exception:  # one broken diagnosis must not blind the others
+                log.exception("diagnosis %s failed", did)
+                seen.update(k for k in self._tracks if k[0] == did)
+                continue
+            sustain, exit_ = self._windows[did]
+            for o in strict:
+                k = (did, o.key)
+                if k in seen:
+                    continue
+                seen.add(k)
+                tr = self._tracks.get(k)
+                if tr is None:
+                    tr = self._tracks[k] = Track(did, o.key, o.labels, self._cfg.history)
+                tr.step(now, o.level, relaxed.get(o.key, o.level), sustain, exit_)
+                if o.level is not None:
+                    tr.observe(o)
+        for k in [k for k in self._tracks if k not in seen]:
+            del self._tracks[k]  # the subject is gone
+        progress = background_operation_impact.progress_samples(ctx)
+        tracks = sorted(self._tracks.values(), key=lambda t: (-t.state, -t.score, t.id, t.key))
+        self._findings = [self._finding(t) for t in tracks if t.state > 0]
+        self._metrics = self._build_metrics(tracks, progress)
+
+    # ------------------------------------------------------------ reading
+    def findings(self) -> list[dict[str, Any]]:
+        """Current non-ok findings in the /diagnoses JSON shape, worst first."""
+        return copy.deepcopy(self._findings)
+
+    def metrics(self) -> tuple[Metric, ...]:
+        return self._metrics
+
+    def thresholds(self) -> dict[str, dict[str, float]]:
+        return copy.deepcopy(self._th)
+
+    @staticmethod
+    def _finding(t: Track) -> dict[str, Any]:
+        spec = REGISTRY[t.id]
+        return {
+            "id": t.id,
+            "title": spec.title,
+            "subject": {k: v for k, v in t.labels.items() if v},
+            "state": t.state,
+            "severity": SEVERITY[t.state],
+            "score": round(t.score, 3),
+            "since": iso(t.since) if t.since is not None else None,
+            "evidence": {k: round(v, 9) for k, v in sorted(t.evidence.items())},
+            "recommendation": t.recommendation or spec.fix,
+            "runbook": spec.runbook,
+        }
+
+    def _build_metrics(
+        self,
+        tracks: list[Track],
+        progress: list[tuple[dict[str, str], float | None, float | None]] | None = None,
+    ) -> tuple[Metric, ...]:
+        b = MetricBuilder()
+        for t in tracks:
+            lv = {"diagnosis": t.id, "subject": t.key, **{k: t.labels.get(k, "") for k in LABELS}}
+            b.add(
+                "sanlens_diagnosis_state",
+                "gauge",
+                "Diagnosis state of the subject: 0 ok, 1 warning, 2 critical.",
+                lv,
+                t.state,
+            )
+            b.add(
+                "sanlens_diagnosis_score", "gauge", "How strongly the signature matches, 0..1.", lv, t.score
+            )
+            if t.state > 0 and t.since is not None:
+                b.add(
+                    "sanlens_diagnosis_since_timestamp_seconds",
+                    "gauge",
+                    "Unix time the current non-ok state began.",
+                    lv,
+                    t.since,
+                )
+            for name, value in sorted(t.evidence.items()):
+                b.add(
+                    "sanlens_diagnosis_evidence",
+                    "gauge",
+                    "Evidence behind a diagnosis; the unit is in the evidence name.",
+                    {**lv, "evidence": name},
+                    value,
+                )
+        for did, values in self._th.items():
+            sustain, exit_ = self._windows[did]
+            for name, value in [
+                *sorted(values.items()),
+                ("sustain_seconds", sustain),
+                ("exit_seconds", exit_),
+            ]:
+                b.add(
+                    "sanlens_diagnosis_threshold",
+                    "gauge",
+                    "Configured diagnosis thresholds and (scaled) windows.",
+                    {"diagnosis": did, "threshold": name},
+                    value,
+                )
+        for lv, percent, eta in progress or []:
+            labels = {k: lv.get(k, "") for k in OP_LABELS}
+            if percent is not None:
+                b.add(
+                    "sanlens_background_operation_percent_done",
+                    "gauge",
+                    "Progress of an active RAID operation or volume move, percent.",
+                    labels,
+                    percent,
+                )
+            if eta is not None:
+                b.add(
+                    "sanlens_background_operation_eta_seconds",
+                    "gauge",
+                    "Time left for an active background operation, from its observed progress rate.",
+                    labels,
+                    eta,
+                )
+        return b.build()

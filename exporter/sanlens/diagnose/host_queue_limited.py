@@ -1,0 +1,128 @@
+"""host_queue_limited: too few LUNs, so the host's queue, not the array, sets the pace.
+
+Joined data (the disk maps to a polled LUN): R_host >= 2 S_array and
+R_host - S_array >= 1 ms; outstanding N (Current Disk Queue Length, or Little's
+law N = IOPS x R_host) >= 0.9 Q_eff (queue depth x active paths); the array is
+not saturated (its node below ``max_node_cpu_ratio``, no serial domain at
+``max_serial_domain_ratio``). Critical once R_host >= 5 S_array.
+
+Host-only: a full queue while the host latency is still under its class
+warning threshold means the queue caps throughput; warning at most, because
+the array's share of the latency is unknown.
+
+ONTAP-only: no subject (the queue is the host's).
+
+The recommendation sizes the LUN count with N_luns = max(ceil(X S_array /
+(0.75 Q_eff)), ceil(X / X_lun)), X_lun the single-LUN ceiling of the ONTAP
+version, for the observed X and for the demand the current concurrency would
+carry (N / S_array), and recalls the 2048 outstanding commands per target port.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sanlens.diagnose.base import (
+    Context,
+    Observation,
+    Thresholds,
+    ceiling,
+    clamp01,
+    disk_key,
+    disk_labels,
+    ms,
+    num,
+    serial_domains,
+    total,
+    weighted_latency,
+)
+from sanlens.diagnose.latency_slo import class_level
+from sanlens.model import HostDiskStats
+
+ID = "host_queue_limited"
+PORT_LIMIT = 2048  # outstanding commands per FC target port
+
+
+def luns_needed(x: float, s_array: float, q_eff: int, x_lun: float, fill: float = 0.75) -> int:
+    """N_luns = max(ceil(X S / (fill Q_eff)), ceil(X / X_lun)), at least 1."""
+    by_queue = math.ceil(x * s_array / (fill * q_eff)) if q_eff > 0 else 1
+    by_ceiling = math.ceil(x / x_lun) if x_lun > 0 else 1
+    return max(by_queue, by_ceiling, 1)
+
+
+def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
+    t = th[ID]
+    iops = total(d.read_iops, d.write_iops)
+    r_host = weighted_latency(d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s)
+    n = num(d.queue_length)
+    if n is None and iops is not None and r_host is not None:
+        n = iops * r_host  # Little's law
+    q_eff = d.q_eff
+    fill = n / q_eff if n is not None and q_eff > 0 else None
+    lun = ctx.lun_of(d)
+    s_array = cpu = serial = None
+    if lun is not None:
+        s_array = weighted_latency(lun.read_iops, lun.write_iops, lun.read_latency_s, lun.write_latency_s)
+        node = ctx.node_of_lun(lun)
+        if node is not None:
+            cpu = num(node.cpu_busy_ratio)
+            serial = max(serial_domains(node).values(), default=None)
+    ratio = r_host / s_array if r_host is not None and s_array else None
+    gap = r_host - s_array if r_host is not None and s_array is not None else None
+    ev: dict[str, float | None] = {
+        "host_latency_seconds": r_host,
+        "array_latency_seconds": s_array,
+        "latency_ratio": ratio,
+        "latency_gap_seconds": gap,
+        "outstanding_io": n,
+        "queue_effective_depth": float(q_eff),
+        "queue_fill_ratio": fill,
+        "host_iops": iops,
+        "node_cpu_busy_ratio": cpu,
+        "node_serial_domain_busy_ratio": serial,
+    }
+    level: int | None
+    if fill is None or r_host is None:
+        level = None if d.read_iops is None else 0
+    elif s_array is not None:
+        ok = (
+            ratio is not None
+            and ratio >= t["min_latency_ratio"]
+            and gap is not None
+            and gap >= t["min_latency_gap_seconds"]
+            and fill >= t["queue_fill_ratio"]
+            and (cpu is None or cpu < t["max_node_cpu_ratio"])
+            and (serial is None or serial < t["max_serial_domain_ratio"])
+        )
+        level = (2 if ratio is not None and ratio >= t["critical_latency_ratio"] else 1) if ok else 0
+    else:
+        lat_level, _w, _c = class_level(r_host, d.data_class, th)
+        level = 1 if fill >= t["queue_fill_ratio"] and lat_level == 0 else 0
+    score = clamp01(fill or 0.0) * (clamp01((ratio or 1.0) / t["critical_latency_ratio"]) if level else 0.5)
+    advice = ""
+    if level and iops and r_host is not None:
+        cluster = d.cluster or next(iter(ctx.ontap), "")
+        version = ctx.version(cluster) if cluster else None
+        lt = th["lun_iops_ceiling"]
+        x_lun = ceiling(version, lt["ceiling_pre_9_9_1_iops"], lt["ceiling_iops"])
+        s = s_array if s_array else r_host / max(ratio or 1.0, 1.0)
+        need_now = luns_needed(iops, s, q_eff, x_lun, t["target_queue_fill"])
+        demand = (n or 0.0) / s if s else iops
+        need_demand = luns_needed(demand, s, q_eff, x_lun, t["target_queue_fill"])
+        ev["demand_iops_estimate"] = demand
+        ev["luns_needed"] = float(need_demand)
+        array = f" while the array answers in {ms(s_array)}" if s_array is not None else ""
+        advice = (
+            f"Host {d.host} disk {d.disk}: {n or 0:.1f} of {q_eff} queue slots busy (queue depth "
+            f"{d.queue_depth} x {d.paths} path(s)), latency {ms(r_host)}{array}. The host queue limits "
+            f"throughput. N_luns = max(ceil(X*S/(0.75*Q_eff)), ceil(X/X_lun)) with X_lun = {x_lun:.0f}: "
+            f"{need_now} LUN(s) for the observed {iops:.0f} IOPS, {need_demand} to carry the ~{demand:.0f} "
+            f"IOPS this concurrency would drive. Spread the data over that many LUNs (or raise the HBA "
+            f"queue depth), keeping LUNs x queue depth x hosts within {PORT_LIMIT} outstanding commands "
+            "per FC target port."
+        )
+    return Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice)
+
+
+def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
+    return [_one(ctx, d, th) for d in ctx.host_disks()]

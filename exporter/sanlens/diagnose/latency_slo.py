@@ -1,0 +1,95 @@
+"""latency_slo: host disk or ONTAP LUN latency above the thresholds of its data class.
+
+The catch-all. Host-only data: every host disk is judged on its own latency.
+ONTAP-only data: every LUN is judged on the array's latency, as class ``data``.
+Joined: a LUN takes the data class of the host disk it backs; both subjects are
+kept, so the gap between them (host vs array) shows in the evidence. The worse
+of read and write latency counts, each only when that op runs at least
+``min_iops`` per second.
+"""
+
+from __future__ import annotations
+
+from sanlens.diagnose.base import (
+    Context,
+    Observation,
+    Thresholds,
+    clamp01,
+    disk_key,
+    disk_labels,
+    labels,
+    lun_key,
+    ms,
+    worst_latency,
+)
+
+ID = "latency_slo"
+
+
+def class_level(latency: float | None, data_class: str, th: Thresholds) -> tuple[int | None, float, float]:
+    """(level, warning, critical) of a latency for a data class, from latency_slo's thresholds."""
+    t = th[ID]
+    cls = data_class if data_class in ("data", "log", "tempdb") else "data"
+    warn, crit = t[f"{cls}_warning_seconds"], t[f"{cls}_critical_seconds"]
+    if latency is None:
+        return None, warn, crit
+    return (2 if latency >= crit else 1 if latency >= warn else 0), warn, crit
+
+
+def _advice(level: int, what: str, lat: float | None, op: str, cls: str, crit: float) -> str:
+    if level == 0:
+        return ""
+    return (
+        f"{what}: {op} latency {ms(lat)} is above the {cls} objective ({ms(crit)} critical). "
+        "Check this subject's other diagnoses (san_oversubscription, host_queue_limited, "
+        "cpu_domain_serial_bottleneck, background_operation_impact, disk_busy_imbalance) for the cause."
+    )
+
+
+def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
+    out: list[Observation] = []
+    min_iops = th[ID]["min_iops"]
+    for d in ctx.host_disks():
+        lat, op = worst_latency(d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s, min_iops)
+        level, warn, crit = class_level(lat, d.data_class, th)
+        if lat is None and d.read_iops is not None:
+            level = 0  # the disk is idle: nothing to judge, nothing wrong
+        ev = {"host_latency_seconds": lat, "host_read_iops": d.read_iops, "host_write_iops": d.write_iops}
+        out.append(
+            Observation(
+                ID,
+                disk_key(d),
+                disk_labels(d),
+                level,
+                clamp01((lat or 0.0) / crit),
+                {**ev, "warning_threshold_seconds": warn, "critical_threshold_seconds": crit},
+                _advice(level or 0, f"Host {d.host} disk {d.disk}", lat, op, d.data_class, crit),
+            )
+        )
+    for lun in ctx.luns():
+        mapped = ctx.mapped_luns.get((lun.cluster, lun.svm, lun.lun))
+        cls = mapped.data_class if mapped else "data"
+        lat, op = worst_latency(
+            lun.read_iops, lun.write_iops, lun.read_latency_s, lun.write_latency_s, min_iops
+        )
+        level, warn, crit = class_level(lat, cls, th)
+        if lat is None and lun.read_iops is not None:
+            level = 0
+        out.append(
+            Observation(
+                ID,
+                lun_key(lun.cluster, lun.svm, lun.lun),
+                labels(cluster=lun.cluster, node=lun.node, svm=lun.svm, volume=lun.volume, lun=lun.lun),
+                level,
+                clamp01((lat or 0.0) / crit),
+                {
+                    "lun_latency_seconds": lat,
+                    "lun_read_iops": lun.read_iops,
+                    "lun_write_iops": lun.write_iops,
+                    "warning_threshold_seconds": warn,
+                    "critical_threshold_seconds": crit,
+                },
+                _advice(level or 0, f"LUN {lun.lun} on {lun.cluster}", lat, op, cls, crit),
+            )
+        )
+    return out

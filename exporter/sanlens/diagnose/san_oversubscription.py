@@ -1,0 +1,105 @@
+"""san_oversubscription: the host waits, yet neither its disk nor the array is busy.
+
+Signature (DESIGN.md; the Microsoft SQL Server SAN case): host latency at or
+above its class threshold (latency_slo's data/log/tempdb values), host disk
+idle >= 50 %, and headroom behind it. The time is lost between the host and the
+array: fabric, front-end ports, fan-in, zoning, HBA queue.
+
+- Host-only: headroom is E = host IOPS / ``diagnose.backend_iops_capacity`` < 0.5.
+  Without a configured capacity there is no utilization evidence and the
+  finding stops at warning.
+- Joined (the disk maps to a polled LUN): host latency must be >= 5x the ONTAP
+  LUN latency, and the LUN's aggregate disks must be < 50 % busy on average
+  (or E < 0.5 when no disk data is there).
+- ONTAP-only: no subject (the signature is the host's view).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from sanlens.diagnose.base import (
+    Context,
+    Observation,
+    Thresholds,
+    clamp01,
+    disk_key,
+    disk_labels,
+    ms,
+    num,
+    pct,
+    total,
+    weighted_latency,
+    worst_latency,
+)
+from sanlens.diagnose.latency_slo import class_level
+from sanlens.model import HostDiskStats
+
+ID = "san_oversubscription"
+
+
+def aggregate_busy(ctx: Context, cluster: str, aggregate: str) -> float | None:
+    """Mean busy ratio of an aggregate's disks in the latest poll."""
+    view = ctx.ontap.get(cluster)
+    if view is None or not aggregate:
+        return None
+    vals = [b for d in view.disks if d.aggregate == aggregate and (b := num(d.busy_ratio)) is not None]
+    return statistics.fmean(vals) if vals else None
+
+
+def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
+    t = th[ID]
+    lat, op = worst_latency(
+        d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s, th["latency_slo"]["min_iops"]
+    )
+    lat_level, _warn, crit = class_level(lat, d.data_class, th)
+    idle = num(d.idle_ratio)
+    iops = total(d.read_iops, d.write_iops)
+    lun = ctx.lun_of(d)
+    host_avg = weighted_latency(d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s)
+    lun_lat = busy = None
+    if lun is not None:
+        lun_lat = weighted_latency(lun.read_iops, lun.write_iops, lun.read_latency_s, lun.write_latency_s)
+        vol = ctx.volume(lun.cluster, lun.svm, lun.volume)
+        busy = aggregate_busy(ctx, lun.cluster, vol.aggregate if vol else "")
+    cap = ctx.backend_iops_capacity
+    util = busy if busy is not None else (iops / cap if cap and iops is not None else None)
+    ratio = host_avg / lun_lat if host_avg is not None and lun_lat else None
+    ev: dict[str, float | None] = {
+        "host_latency_seconds": lat,
+        "host_read_latency_seconds": d.read_latency_s,
+        "host_write_latency_seconds": d.write_latency_s,
+        "host_idle_ratio": idle,
+        "host_iops": iops,
+        "backend_utilization_ratio": util,
+        "lun_latency_seconds": lun_lat,
+        "host_to_array_latency_ratio": ratio,
+        "critical_threshold_seconds": crit,
+    }
+    if lat_level is None:
+        level = None if d.read_iops is None else 0
+    else:
+        checks = [idle is not None and idle >= t["min_idle_ratio"]]
+        if util is not None:
+            checks.append(util < t["max_backend_utilization"])
+        if ratio is not None:
+            checks.append(ratio >= t["min_host_to_array_latency_ratio"])
+        level = lat_level if all(checks) else 0
+        if level and util is None and ratio is None:
+            level = min(level, 1)  # no utilization evidence: warn, do not page
+    score = clamp01((lat or 0.0) / crit) if level else 0.5 * clamp01((lat or 0.0) / crit)
+    advice = ""
+    if level:
+        where = f"Host {d.host} disk {d.disk}" + (f" (LUN {d.lun} on {d.cluster})" if d.mapped else "")
+        array = f", while the array answers in {ms(lun_lat)}" if lun_lat is not None else ""
+        advice = (
+            f"{where}: {op} latency {ms(lat)} with the disk {pct(idle)} idle at {iops or 0:.0f} IOPS{array}. "
+            "The I/O waits in the fabric or front-end, not in the disks: add FC target ports or paths, "
+            "check fan-in (7:1 to 12:1 host-to-target ports), zoning and the HBA queue depth. "
+            "In the field case 2 -> 4 -> 6 front-end adapters cut latency by orders of magnitude."
+        )
+    return Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice)
+
+
+def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
+    return [_one(ctx, d, th) for d in ctx.host_disks()]
