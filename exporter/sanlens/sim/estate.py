@@ -1,0 +1,257 @@
+"""The running simulation: the current scenario's worlds (one per phase) and their counters.
+
+Counters of every object kind live in a :class:`CounterSet`. A scenario switch
+builds new sets whose rows continue from the old values at the switch instant,
+so the exporter never sees a counter go backwards unless a reset is asked.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sanlens.sim import scenarios
+from sanlens.sim.counters import CounterSet
+from sanlens.sim.world import DOMAINS, Disk, HostDisk, IoRates, Lun, Node, World
+
+UPTIME_S = 3 * 86400.0  # counters start as if the system had run this long
+US = 1e6
+
+# cp_phase_times labels (WAFL consistency-point phases) and each phase's share of CP time.
+CP_PHASES = (
+    ("P2V_INO_PUB", 0.05),
+    ("P2V_INO_PRI", 0.05),
+    ("P2V_FSINFO", 0.02),
+    ("P2V_DLOG1", 0.03),
+    ("P2V_REFCOUNT", 0.05),
+    ("P2V_TOPAA", 0.05),
+    ("P2V_BM", 0.10),
+    ("P2V_SNAP", 0.05),
+    ("P2V_VOLINFO", 0.05),
+    ("P2_FLUSH", 0.40),
+    ("P2_FINISH", 0.10),
+    ("P4_FINISH", 0.05),
+)
+
+
+def lun_rates(io: IoRates) -> dict[str, float]:
+    r, w, o = io.read_ops, io.write_ops, io.other_ops
+    return {
+        "read_ops": r,
+        "write_ops": w,
+        "other_ops": o,
+        "total_ops": r + w + o,
+        "read_data": io.read_bytes,
+        "write_data": io.write_bytes,
+        "avg_read_latency": r * io.read_lat_us,
+        "avg_write_latency": w * io.write_lat_us,
+        "avg_other_latency": o * io.other_lat_us,
+        "avg_latency": r * io.read_lat_us + w * io.write_lat_us + o * io.other_lat_us,
+    }
+
+
+def volume_rates(io: IoRates) -> dict[str, float]:
+    r, w, o = io.read_ops, io.write_ops, io.other_ops
+    return {
+        "total_read_ops": r,
+        "total_write_ops": w,
+        "total_other_ops": o,
+        "total_ops": r + w + o,
+        "bytes_read": io.read_bytes,
+        "bytes_written": io.write_bytes,
+        "read_latency": r * io.read_lat_us,
+        "write_latency": w * io.write_lat_us,
+        "other_latency": o * io.other_lat_us,
+        "average_latency": r * io.read_lat_us + w * io.write_lat_us + o * io.other_lat_us,
+        "fcp.read_ops": r,
+        "fcp.write_ops": w,
+        "fcp.read_latency": r * io.read_lat_us,
+        "fcp.write_latency": w * io.write_lat_us,
+        "fcp.read_data": io.read_bytes,
+        "fcp.write_data": io.write_bytes,
+    }
+
+
+def node_rates(n: Node) -> dict[str, float]:
+    busy = n.busy_pct_cores
+    out = {
+        "cpu_busy": n.cpu_busy * US,
+        "average_processor_busy_percent": n.cpu_busy * US,
+        "total_processor_busy": busy / 100.0 * US,
+        "total_processor_busy_time": busy / 100.0 * US,
+        "cpu_elapsed_time": US,
+        "idle_time": max(0.0, n.cpus * 100.0 - busy) / 100.0 * US,
+        "total_ops": n.total_ops,
+        "read_ops": n.read_ops,
+        "write_ops": n.write_ops,
+        "other_ops": max(0.0, n.total_ops - n.read_ops - n.write_ops),
+        "fcp_ops": n.total_ops,
+    }
+    for d in DOMAINS:
+        pct = max(0.0, n.cpus * 100.0 - busy) if d == "idle" else n.domains.get(d, 0.0)
+        out[f"domain_busy#{d}"] = pct / 100.0 * US
+    return out
+
+
+def disk_rates(d: Disk) -> dict[str, float]:
+    t = d.transfers
+    return {
+        "disk_busy": d.busy * US,
+        "base_for_disk_busy": US,
+        "total_transfers": t,
+        "user_reads": 0.6 * t,
+        "user_writes": 0.4 * t,
+        "user_read_blocks": 0.6 * t * 2,
+        "user_write_blocks": 0.4 * t * 16,
+        "user_read_latency": 0.6 * t * 2 * (300.0 if d.type == "ssd" else 4000.0),
+        "user_write_latency": 0.4 * t * 16 * (50.0 if d.type == "ssd" else 900.0),
+    }
+
+
+def wafl_rates(n: Node) -> dict[str, float]:
+    cp_ms = 150.0 + 0.01 * n.total_ops  # milliseconds of CP work per second
+    out = {"cp_count": 0.1 + n.total_ops / 200000.0, "total_cp_msecs": cp_ms}
+    for label, share in CP_PHASES:
+        out[f"cp_phase_times#{label}"] = share * cp_ms
+    return out
+
+
+def hostdisk_rates(d: HostDisk) -> dict[str, float]:
+    r, w = d.read_iops, d.write_iops
+    return {
+        "reads": r,
+        "writes": w,
+        "read_bytes": r * d.read_io_bytes,
+        "write_bytes": w * d.write_io_bytes,
+        "read_latency": r * d.read_lat_s,
+        "write_latency": w * d.write_lat_s,
+        "read_write_latency": r * d.read_lat_s + w * d.write_lat_s,
+        # PercentDiskRead/WriteTime integrate the queue length: Little's law N = X * R
+        "read_seconds": r * d.read_lat_s,
+        "write_seconds": w * d.write_lat_s,
+        "idle": d.idle,
+        "split_ios": 0.01 * (r + w),
+    }
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One object kind: how to list its objects in a world, key them, and rate them."""
+
+    objects: Callable[[World], list[Any]]
+    key: Callable[[Any], str]
+    rates: Callable[[Any], dict[str, float]]
+
+
+KINDS: dict[str, Kind] = {
+    "lun": Kind(lambda w: w.luns, lambda x: x.key, lambda x: lun_rates(x.io)),
+    "volume": Kind(lambda w: w.volumes, lambda x: f"{x.svm}:{x.name}", lambda x: volume_rates(x.io)),
+    "node": Kind(lambda w: w.nodes, lambda x: x.name, node_rates),
+    "disk": Kind(lambda w: [d for a in w.aggregates for d in a.disks], lambda x: x.name, disk_rates),
+    "lif": Kind(lambda w: w.lifs, lambda x: f"{x.svm}:{x.name}", lambda x: lun_rates(x.io)),
+    "wafl": Kind(lambda w: w.nodes, lambda x: x.name, wafl_rates),
+    "hostdisk": Kind(
+        lambda w: [(h.name, d) for h in w.hosts for d in h.disks],
+        lambda x: f"{x[0]}/{x[1].number}",
+        lambda x: hostdisk_rates(x[1]),
+    ),
+}
+
+
+class Estate:
+    """Thread-safe holder of the scenario, its phase worlds and counters."""
+
+    def __init__(self, scenario: str, knobs: dict[str, Any], clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.counters: dict[str, CounterSet] = {}
+        self.knobs: scenarios.Knobs | None = None
+        self.switch(scenario, knobs)
+
+    def switch(self, name: str, raw_knobs: dict[str, Any], keep_scale: bool = False) -> None:
+        """Change scenario live; scale knobs stay unless given again when ``keep_scale``."""
+        scen = scenarios.get(name)
+        knobs = scenarios.Knobs.parse(raw_knobs)
+        with self.lock:
+            if keep_scale and self.knobs is not None:
+                for n in scenarios.Knobs.SCALE:
+                    if getattr(knobs, n) is None:
+                        setattr(knobs, n, getattr(self.knobs, n))
+            offsets = scen.phases(knobs)
+            worlds = [scenarios.build_world(scen, knobs, p) for p in range(len(offsets))]
+            now = self.clock()
+            counters: dict[str, CounterSet] = {}
+            for kind, spec in KINDS.items():
+                objs = spec.objects(worlds[0])
+                keys = [spec.key(o) for o in objs]
+                phase_rates = []
+                for w, off in zip(worlds, offsets, strict=True):
+                    by_key = {spec.key(o): spec.rates(o) for o in spec.objects(w)}
+                    phase_rates.append((now + off, [by_key.get(k, {}) for k in keys]))
+                first = phase_rates[0][1]
+                names = sorted(
+                    {n for r in first for n in r} | {n for _, rs in phase_rates for r in rs for n in r}
+                )
+                initial = [{n: v * UPTIME_S for n, v in r.items()} for r in first]
+                counters[kind] = CounterSet.build(
+                    keys, names, phase_rates, initial, self.counters.get(kind), now
+                )
+            self.scenario, self.knobs, self.worlds, self.offsets = scen, knobs, worlds, offsets
+            self.started = now
+            self.counters = counters
+
+    def phase(self, t: float) -> int:
+        p = 0
+        for i, off in enumerate(self.offsets):
+            if t >= self.started + off:
+                p = i
+        return p
+
+    def world(self, t: float | None = None) -> World:
+        """The world of the phase in force at ``t`` (inventory, states, gauges)."""
+        return self.worlds[self.phase(self.clock() if t is None else t)]
+
+    def reconstruct_percent(self, rg_reconstruct: tuple[float, float], t: float) -> float:
+        after, rate = rg_reconstruct
+        return max(0.0, min(100.0, (t - self.started - after) * rate))
+
+    def reset_counters(self) -> None:
+        with self.lock:
+            now = self.clock()
+            for cs in self.counters.values():
+                cs.reset(now)
+
+    def summary(self) -> dict[str, Any]:
+        w = self.world()
+        return {
+            "scenario": self.scenario.name,
+            "summary": self.scenario.summary,
+            "expected_diagnoses": list(self.scenario.expected),
+            "knobs": self.knobs.as_dict() if self.knobs else {},
+            "phase": self.phase(self.clock()),
+            "phase_offsets_s": self.offsets,
+            "started": self.started,
+            "cluster_name": w.cluster,
+            "ontap_version": ".".join(map(str, w.version)),
+            "hosts": [h.name for h in w.hosts],
+            "counts": {
+                "nodes": len(w.nodes),
+                "aggregates": len(w.aggregates),
+                "volumes": len(w.volumes),
+                "luns": len(w.luns),
+                "disks": len(w.disks),
+                "fcp_lifs": len(w.lifs),
+                "hosts": len(w.hosts),
+                "host_disks": sum(len(h.disks) for h in w.hosts),
+            },
+        }
+
+
+def lun_of(world: World, key: str) -> Lun | None:
+    for lun in world.luns:
+        if lun.key == key:
+            return lun
+    return None

@@ -1,0 +1,74 @@
+"""Fault knobs for reliability tests: slow answers, 5xx, 401, resets, bad JSON, counter resets,
+partial aggregation and pagination loops. They apply to ``/api`` and ``/windows``, never to ``/-/sim``."""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+class FaultError(ValueError):
+    pass
+
+
+@dataclass
+class Faults:
+    latency_ms: float = 0.0  # added to every answer
+    error_rate_5xx: float = 0.0  # share of requests answered 503
+    status_401: bool = False  # every request answered 401
+    reset_rate: float = 0.0  # share of connections reset without an answer
+    malformed_json_rate: float = 0.0  # share of JSON answers truncated
+    counter_reset: bool = False  # one-shot: every counter restarts from zero now
+    partial_aggregation: float = 0.0  # share of counter rows with aggregation.complete=false (true = all)
+    pagination_loop: bool = False  # next link repeats the current page
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    def update(self, raw: Any) -> None:
+        """Apply a JSON object of knobs; raises :class:`FaultError` on unknown names or bad values."""
+        if not isinstance(raw, dict):
+            raise FaultError("body must be a JSON object of fault knobs")
+        unknown = sorted(set(raw) - set(self.names()))
+        if unknown:
+            raise FaultError(f"unknown fault knob(s) {unknown}; known: {self.names()}")
+        staged = asdict(self)
+        for k, v in raw.items():
+            if k in ("status_401", "counter_reset", "pagination_loop"):
+                if not isinstance(v, bool):
+                    raise FaultError(f"{k} must be true or false, got {v!r}")
+            elif k == "partial_aggregation":
+                v = 1.0 if v is True else 0.0 if v is False else v
+                if not isinstance(v, int | float) or not 0 <= v <= 1:
+                    raise FaultError(f"{k} must be a boolean or a share 0..1, got {v!r}")
+            elif k == "latency_ms":
+                if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 600000:
+                    raise FaultError(f"{k} must be a number of milliseconds >= 0, got {v!r}")
+            else:
+                if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
+                    raise FaultError(f"{k} must be a share 0..1, got {v!r}")
+            staged[k] = float(v) if not isinstance(v, bool) else v
+        for k, v in staged.items():
+            setattr(self, k, v)
+
+
+class FaultState:
+    """Thread-safe faults plus a seeded random source (reproducible tests)."""
+
+    def __init__(self, seed: int = 1) -> None:
+        self.faults = Faults()
+        self.lock = threading.Lock()
+        self.rng = random.Random(seed)
+
+    def roll(self, share: float) -> bool:
+        if share <= 0:
+            return False
+        with self.lock:
+            return self.rng.random() < share
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return asdict(self.faults)

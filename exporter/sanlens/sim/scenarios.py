@@ -1,0 +1,391 @@
+"""The scenarios: field cases as simulated estates (docs/architecture.md, "Scenarios").
+
+Each scenario is a pure function ``(knobs, phase) -> Builder``. A scenario with
+a time line (a rebuild that starts after 30 s) lists its phase start offsets;
+the server integrates the counters across phases, so rates change without a
+counter ever going backwards.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Builder, Host, Node, Volume, World
+
+CLUSTER = "sanlens-sim"
+MODERN = (9, 12, 1)
+LEGACY = (9, 8, 0)
+
+# Kahuna (serial domain) at 90 % of one core, 30 % average over 8 CPUs: Σ busy = 240.
+KAHUNA_DOMAINS = {
+    "kahuna": 90.0,
+    "wafl_exempt": 60.0,
+    "exempt": 20.0,
+    "target": 20.0,
+    "storage": 10.0,
+    "raid": 10.0,
+    "hostOS": 10.0,
+    "nwk_exempt": 15.0,
+    "protocol": 5.0,
+}
+# too-few-luns: 35 % average over 8 CPUs (Σ 280), no serial domain near saturation.
+BUSY_PARALLEL_DOMAINS = {
+    "kahuna": 25.0,
+    "wafl_exempt": 110.0,
+    "exempt": 30.0,
+    "target": 50.0,
+    "storage": 20.0,
+    "raid": 15.0,
+    "hostOS": 10.0,
+    "nwk_exempt": 10.0,
+    "protocol": 10.0,
+}
+QUIET_DOMAINS = {k: v / 3.0 for k, v in HEALTHY_DOMAINS.items()}
+
+
+class KnobError(ValueError):
+    """A bad scenario name or knob value (the control API answers 400 with this message)."""
+
+
+@dataclass
+class Knobs:
+    nodes: int | None = None
+    luns: int | None = None
+    volumes: int | None = None
+    disks: int | None = None
+    hosts: int | None = None
+    fa_ports: int | None = None
+    ontap_version: str | None = None
+    rebuild_after_s: float | None = None
+    rebuild_rate_pct_s: float | None = None
+
+    SCALE = ("nodes", "luns", "volumes", "disks", "hosts")
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any]) -> Knobs:
+        """Validated knobs; unknown names or bad values raise :class:`KnobError`."""
+        unknown = sorted(set(raw) - set(cls.names()))
+        if unknown:
+            raise KnobError(f"unknown knob(s) {unknown}; known: {cls.names()}")
+        out = cls()
+        for name, value in raw.items():
+            if value is None:
+                continue
+            if name == "ontap_version":
+                parse_version(str(value))
+                setattr(out, name, str(value))
+            elif name in ("rebuild_after_s", "rebuild_rate_pct_s"):
+                if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                    raise KnobError(f"{name} must be a number >= 0, got {value!r}")
+                if name == "rebuild_rate_pct_s" and value <= 0:
+                    raise KnobError("rebuild_rate_pct_s must be > 0")
+                setattr(out, name, float(value))
+            else:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise KnobError(f"{name} must be an integer, got {value!r}")
+                lo, hi = (1, 64) if name == "fa_ports" else (0, 1_000_000)
+                if not lo <= value <= hi:
+                    raise KnobError(f"{name} must be in {lo}..{hi}, got {value}")
+                setattr(out, name, value)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {n: getattr(self, n) for n in self.names() if getattr(self, n) is not None}
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    parts = text.strip().split(".")
+    try:
+        nums = [int(p) for p in parts]
+    except ValueError:
+        raise KnobError(f"ontap_version must look like 9.8.0, got {text!r}") from None
+    if not 2 <= len(nums) <= 3 or nums[0] != 9:
+        raise KnobError(f"ontap_version must look like 9.8.0, got {text!r}")
+    return (nums[0], nums[1], nums[2] if len(nums) == 3 else 0)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    summary: str
+    expected: tuple[str, ...]
+    build: Callable[[Knobs, int], Builder]
+    phases: Callable[[Knobs], list[float]] = lambda k: [0.0]
+    version: tuple[int, int, int] = MODERN
+
+
+def _builder(k: Knobs, default: tuple[int, int, int]) -> Builder:
+    return Builder(CLUSTER, parse_version(k.ontap_version) if k.ontap_version else default)
+
+
+def _balanced(b: Builder, node: Node, prefix: str, ops: float = 2500.0, vols: int = 4) -> Aggregate:
+    """A healthy SSD aggregate: 12 disks ~25 % busy, ``vols`` equal volumes."""
+    a = b.aggregate(node, [(12, 0.25)])
+    for i in range(vols):
+        b.volume(a, f"{prefix}_vol{i + 1}", ops, lat_ms=(0.6, 0.9))
+    return a
+
+
+def _healthy_host(b: Builder, name: str, vols: list[Volume]) -> Host:
+    h = b.host(name)
+    for v in vols:
+        lun = b.luns_of(v)[0]
+        b.host_disk(h, lun, (lun.io.read_lat_us / 1000 + 0.35, lun.io.write_lat_us / 1000 + 0.35), 0.85, 1.0)
+    return h
+
+
+def _vols(b: Builder, prefix: str) -> list[Volume]:
+    return [v for v in b.volumes if v.name.startswith(prefix)]
+
+
+# ------------------------------------------------------------------ healthy
+def healthy(k: Knobs, phase: int) -> Builder:
+    b = _builder(k, MODERN)
+    for n in (b.node(), b.node()):
+        tag = n.name.rsplit("-", 1)[-1]
+        _balanced(b, n, f"n{tag}a")
+        _balanced(b, n, f"n{tag}b")
+        b.spare(n)
+        b.spare(n)
+    _healthy_host(b, "sql01", _vols(b, "n01a"))
+    _healthy_host(b, "sql02", _vols(b, "n02a"))
+    return b
+
+
+# ------------------------------------------------------------------ san-oversubscription
+def fa_latency_s(ports: int) -> float:
+    """Host latency by front-end ports: 1.5 s at 2, 150 ms at 4, 3 ms at 6 (log-interpolated)."""
+    if ports <= 4:
+        return min(15.0, 1.5 * 10 ** (-(ports - 2) / 2))
+    return max(0.003, 0.15 * 50 ** (-(ports - 4) / 2))
+
+
+def _oversubscribed(b: Builder, aggr: Aggregate, k: Knobs, name: str = "sql01") -> None:
+    ports = k.fa_ports or 2
+    per_disk = 300.0 if ports < 6 else 1200.0
+    v = b.volume(aggr, f"{name}_data", 2 * per_disk, lat_ms=(1.0, 1.0))
+    lat_ms = 1000.0 * fa_latency_s(ports)
+    h = b.host(name)
+    for lun in b.luns_of(v):
+        b.host_disk(h, lun, (lat_ms, lat_ms), idle=0.70, queue=2.0, paths=2)
+
+
+def san_oversubscription(k: Knobs, phase: int) -> Builder:
+    b = _builder(k, MODERN)
+    n1, n2 = b.node(QUIET_DOMAINS), b.node(QUIET_DOMAINS)
+    b.lifs_per_node = max(1, math.ceil((k.fa_ports or 2) / 2))
+    hdd = b.aggregate(n1, [(24, 0.05), (24, 0.05)], disk_type="sas", name="aggr_sas1")
+    _oversubscribed(b, hdd, k)
+    for i in range(3):
+        b.volume(hdd, f"app{i + 1}", 200.0, lat_ms=(1.0, 1.0))
+    _balanced(b, n2, "n02a", ops=1500.0)
+    b.spare(n1, "sas")
+    b.spare(n2)
+    _healthy_host(b, "sql02", _vols(b, "n02a"))
+    return b
+
+
+# ------------------------------------------------------------------ too-few-luns
+def too_few_luns(k: Knobs, phase: int) -> Builder:
+    b = _builder(k, LEGACY)
+    n1, n2 = b.node(BUSY_PARALLEL_DOMAINS), b.node()
+    a = b.aggregate(n1, [(24, 0.30)])
+    # one LUN at 30K IOPS, 35 % writes; 3 other volumes keep the aggregate below 80 % on one volume
+    v = b.volume(a, "sql01_db", 30000.0, read_share=0.65, lat_ms=(0.3, 0.3), luns=1)
+    for i in range(3):
+        b.volume(a, f"app{i + 1}", 3000.0, lat_ms=(0.4, 0.5))
+    _balanced(b, n2, "n02a")
+    h = b.host("sql01")
+    # Little's law: 30 000 IOPS x 1.03 ms = 31 outstanding on a queue depth of 32 x 1 path
+    b.host_disk(h, b.luns_of(v)[0], (1.03, 1.03), idle=0.02, queue=31.0, paths=1)
+    _healthy_host(b, "sql02", _vols(b, "n02a"))
+    return b
+
+
+# ------------------------------------------------------------------ kahuna-bottleneck
+def kahuna_bottleneck(k: Knobs, phase: int) -> Builder:
+    b = _builder(k, MODERN)
+    n1, n2 = b.node(KAHUNA_DOMAINS), b.node()
+    a1 = b.aggregate(n1, [(24, 0.30)])
+    hot = b.volume(a1, "oltp_hot", 38000.0, lat_ms=(2.0, 2.5), luns=4)
+    b.volume(a1, "small1", 1000.0, lat_ms=(1.0, 1.2))
+    b.volume(a1, "small2", 1000.0, lat_ms=(1.0, 1.2))  # oltp_hot = 95 % of aggr ops
+    a2 = b.aggregate(n1, [(12, 0.20)])
+    b.volume(a2, "reports", 4000.0, lat_ms=(1.0, 1.5))  # one volume per aggregate
+    _balanced(b, n2, "n02a")
+    h = b.host("sql01")
+    for lun in b.luns_of(hot)[:2]:
+        b.host_disk(h, lun, (2.5, 3.0), idle=0.30, queue=4.0)
+    _healthy_host(b, "sql02", _vols(b, "n02a"))
+    return b
+
+
+# ------------------------------------------------------------------ aggregate-expansion
+def _expanded(b: Builder, node: Node, prefix: str) -> list[Volume]:
+    """HDD aggregate: 46 old disks (rg0, rg1) ~25 % busy, 24 new disks (rg2, rg3) ~75 % busy."""
+    a = b.aggregate(
+        node, [(23, 0.25), (23, 0.25), (12, 0.75), (12, 0.75)], disk_type="sas", name="aggr_sas_exp"
+    )
+    return [b.volume(a, f"{prefix}{i + 1}", 1200.0, lat_ms=(5.0, 6.0)) for i in range(4)]
+
+
+def aggregate_expansion(k: Knobs, phase: int) -> Builder:
+    b = _builder(k, MODERN)
+    n1, n2 = b.node(), b.node()
+    vols = _expanded(b, n1, "erp")
+    _balanced(b, n2, "n02a")
+    b.spare(n1, "sas")
+    h = b.host("sql01")
+    for v in vols[:2]:
+        b.host_disk(h, b.luns_of(v)[0], (6.0, 7.0), idle=0.55, queue=1.0)
+    _healthy_host(b, "sql02", _vols(b, "n02a"))
+    return b
+
+
+# ------------------------------------------------------------------ rebuild-during-oltp
+def _rebuild_timeline(k: Knobs, default_rate: float) -> tuple[float, float]:
+    after = 30.0 if k.rebuild_after_s is None else k.rebuild_after_s
+    rate = k.rebuild_rate_pct_s or default_rate
+    return after, rate
+
+
+def _rebuild_phases(default_rate: float) -> Callable[[Knobs], list[float]]:
+    def phases(k: Knobs) -> list[float]:
+        after, rate = _rebuild_timeline(k, default_rate)
+        return [0.0, after, after + 100.0 / rate]
+
+    return phases
+
+
+def _oltp_rebuild(b: Builder, node: Node, k: Knobs, phase: int, default_rate: float, host: str) -> None:
+    """OLTP on an HDD aggregate: 12 ms, then a reconstruct (phase 1) at ~60 ms, then 12 ms again."""
+    rebuilding = phase == 1
+    busy = 0.70 if rebuilding else 0.45
+    a = b.aggregate(node, [(20, busy), (20, busy)], disk_type="sas", name="aggr_oltp")
+    lat = 60.0 if rebuilding else 12.0
+    target = a.raid_groups[1].disks[5]
+    if rebuilding:
+        after, rate = _rebuild_timeline(k, default_rate)
+        a.raid_groups[1].reconstruct = (after, rate)
+        target.state = "reconstructing"
+        target.busy = min(1.0, busy * 1.15)
+    oltp = b.volume(a, "oltp_db", 4000.0, read_share=0.6, lat_ms=(lat, lat), luns=4)
+    for i in range(3):
+        b.volume(a, f"oltp_aux{i + 1}", 500.0, lat_ms=(lat, lat))
+    h = b.host(host)
+    for lun in b.luns_of(oltp)[:2]:
+        b.host_disk(
+            h,
+            lun,
+            (lat + 0.5, lat + 0.5),
+            idle=0.10 if rebuilding else 0.40,
+            queue=8.0 if rebuilding else 2.0,
+        )
+
+
+def rebuild_during_oltp(k: Knobs, phase: int) -> Builder:
+    b = _builder(k, MODERN)
+    n1, n2 = b.node(), b.node()
+    _oltp_rebuild(b, n1, k, phase, 0.5, "sql01")
+    _balanced(b, n2, "n02a")
+    b.spare(n2)
+    _healthy_host(b, "sql02", _vols(b, "n02a"))
+    return b
+
+
+# ------------------------------------------------------------------ mixed (the demo)
+def mixed(k: Knobs, phase: int) -> Builder:
+    b = _builder(k, MODERN)
+    n1, n2, n3, n4 = b.node(), b.node(KAHUNA_DOMAINS), b.node(), b.node()
+    # node 1: sql01 oversubscribed in the fabric (array idle), sql02 healthy beside it
+    a1 = b.aggregate(n1, [(12, 0.25)])
+    _oversubscribed(b, a1, k, "sql01")
+    for i in range(3):
+        b.volume(a1, f"n01_vol{i + 1}", 2500.0, lat_ms=(0.6, 0.9))
+    _healthy_host(b, "sql02", _vols(b, "n01_vol"))
+    # node 2: Kahuna-bound, load spread over 4 volumes (no affinity finding)
+    a2 = b.aggregate(n2, [(24, 0.30)])
+    for i in range(4):
+        b.volume(a2, f"n02_vol{i + 1}", 9000.0, lat_ms=(1.5, 2.0))
+    # node 3: an expanded HDD aggregate with hot new disks
+    _expanded(b, n3, "erp")
+    # node 4: OLTP through a slow reconstruct (0.1 %/s so it lasts the demo)
+    _oltp_rebuild(b, n4, k, phase, 0.1, "sql03")
+    for n in (n1, n2, n3, n4):
+        b.spare(n, "sas" if n in (n3, n4) else "ssd")
+    return b
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            "healthy", "low latency, moderate load, balanced disks, 4 volumes per aggregate", (), healthy
+        ),
+        Scenario(
+            "san-oversubscription",
+            "host latency from too few front-end ports (fa_ports 2|4|6); array idle",
+            ("san_oversubscription", "latency_slo"),
+            san_oversubscription,
+        ),
+        Scenario(
+            "too-few-luns",
+            "one LUN at 30K IOPS, host queue full at depth 32 x 1 path (ONTAP 9.8 by default)",
+            ("host_queue_limited", "lun_iops_ceiling"),
+            too_few_luns,
+            version=LEGACY,
+        ),
+        Scenario(
+            "kahuna-bottleneck",
+            "Kahuna at 90 % of a core, CPU 30 %, one hot volume per aggregate",
+            ("cpu_domain_serial_bottleneck", "volume_affinity_concentration"),
+            kahuna_bottleneck,
+        ),
+        Scenario(
+            "aggregate-expansion",
+            "HDD aggregate: 46 old disks 25 % busy, 24 new disks 75 % busy",
+            ("disk_busy_imbalance",),
+            aggregate_expansion,
+        ),
+        Scenario(
+            "rebuild-during-oltp",
+            "OLTP at 12 ms, then a RAID reconstruct (0.5 %/s) at about 60 ms",
+            ("background_operation_impact", "latency_slo"),
+            rebuild_during_oltp,
+            _rebuild_phases(0.5),
+        ),
+        Scenario(
+            "mixed",
+            "the demo: oversubscription, Kahuna, disk imbalance and a rebuild at once, plus healthy subjects",
+            (
+                "san_oversubscription",
+                "cpu_domain_serial_bottleneck",
+                "disk_busy_imbalance",
+                "background_operation_impact",
+                "latency_slo",
+            ),
+            mixed,
+            _rebuild_phases(0.1),
+        ),
+    )
+}
+
+
+def get(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise KnobError(f"unknown scenario {name!r}; known: {sorted(SCENARIOS)}") from None
+
+
+def build_world(scenario: Scenario, knobs: Knobs, phase: int) -> World:
+    b = scenario.build(knobs, phase)
+    b.fill(knobs.nodes, knobs.luns, knobs.volumes, knobs.disks, knobs.hosts)
+    return b.build()

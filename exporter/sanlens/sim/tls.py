@@ -1,0 +1,50 @@
+"""A throw-away self-signed certificate for ``--tls`` (127.0.0.1 and localhost), made with ``cryptography``."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import ipaddress
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+
+def make_self_signed(folder: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
+    """Write ``cert.pem`` and ``key.pem`` (EC P-256, valid 30 days) into ``folder``; return their paths."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sanlens simulator")])
+    now = _dt.datetime.now(_dt.UTC)
+    alt: list[x509.GeneralName] = [
+        x509.DNSName("localhost"),
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+    ]
+    try:
+        ip = ipaddress.ip_address(host)
+        if str(ip) != "127.0.0.1":
+            alt.append(x509.IPAddress(ip))
+    except ValueError:
+        alt.append(x509.DNSName(host))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _dt.timedelta(minutes=5))
+        .not_valid_after(now + _dt.timedelta(days=30))
+        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    key_path.chmod(0o600)
+    return cert_path, key_path
