@@ -1,0 +1,117 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "sanlens.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: release-chart, unless the release name already contains the chart name. */}}
+{{- define "sanlens.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "sanlens.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Selector labels: shared by every shard, so one Service and one PDB cover them all. */}}
+{{- define "sanlens.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sanlens.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "sanlens.labels" -}}
+helm.sh/chart: {{ include "sanlens.chart" . }}
+{{ include "sanlens.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: sanlens
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "sanlens.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "sanlens.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* registry/repository:tag, or @digest when a digest pins the image. */}}
+{{- define "sanlens.image" -}}
+{{- $repo := .Values.image.repository }}
+{{- if .Values.image.registry }}
+{{- $repo = printf "%s/%s" .Values.image.registry .Values.image.repository }}
+{{- end }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $repo .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repo (.Values.image.tag | default .Chart.AppVersion | toString) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret mounted as credential files, or "" when there is none. */}}
+{{- define "sanlens.secretName" -}}
+{{- if .Values.secret.existingSecret }}
+{{- .Values.secret.existingSecret }}
+{{- else if .Values.secret.create }}
+{{- printf "%s-credentials" (include "sanlens.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The shards as JSON {"shards": [{"name": "", "suffix": "", "config": {...}}]}.
+Without `shards` there is one unnamed shard holding the whole config. With `shards`, each
+gets the ontap and hosts entries it names; a name that matches no target, a target in two
+shards, or a target in none is an error, so no target is silently dropped.
+*/}}
+{{- define "sanlens.shards" -}}
+{{- $cfg := deepCopy (.Values.config | default dict) }}
+{{- $out := list }}
+{{- if not .Values.shards }}
+{{- $out = list (dict "name" "" "suffix" "" "config" $cfg) }}
+{{- else }}
+{{- $owner := dict }}
+{{- $seen := dict }}
+{{- range $s := .Values.shards }}
+{{- if hasKey $seen $s.name }}{{ fail (printf "shards: name %q is used twice" $s.name) }}{{ end }}
+{{- $_ := set $seen $s.name true }}
+{{- $sub := deepCopy $cfg }}
+{{- range $kind := list "ontap" "hosts" }}
+{{- $all := get $cfg $kind | default list }}
+{{- $names := list }}
+{{- range $all }}{{ $names = append $names .name }}{{ end }}
+{{- $mine := list }}
+{{- range $want := (get $s $kind | default list) }}
+{{- if not (has $want $names) }}{{ fail (printf "shards[%s].%s: %q is not a target in config.%s" $s.name $kind $want $kind) }}{{ end }}
+{{- $key := printf "%s/%s" $kind $want }}
+{{- if hasKey $owner $key }}{{ fail (printf "shards: %s target %q is in shards %q and %q" $kind $want (get $owner $key) $s.name) }}{{ end }}
+{{- $_ := set $owner $key $s.name }}
+{{- end }}
+{{- range $all }}{{ if has .name (get $s $kind | default list) }}{{ $mine = append $mine . }}{{ end }}{{ end }}
+{{- $_ := set $sub $kind $mine }}
+{{- end }}
+{{- $out = append $out (dict "name" $s.name "suffix" (printf "-%s" $s.name) "config" $sub) }}
+{{- end }}
+{{- range $kind := list "ontap" "hosts" }}
+{{- range (get $cfg $kind | default list) }}
+{{- if not (hasKey $owner (printf "%s/%s" $kind .name)) }}{{ fail (printf "shards: %s target %q is in no shard" $kind .name) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toJson (dict "shards" $out) }}
+{{- end }}
+
+{{/* The exporter config file of one shard (dict "root" $ "shard" $shard). */}}
+{{- define "sanlens.configFile" -}}
+{{- toYaml .shard.config }}
+{{- end }}
