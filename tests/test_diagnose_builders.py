@@ -95,6 +95,7 @@ def node(**kw: Any) -> NodeStats:
 
 
 def disks(aggr: str, busy: Iterable[float], rg: str = "rg0", start: int = 0, **kw: Any) -> list[DiskStats]:
+    kw.setdefault("container", "aggregate")
     return [
         DiskStats(
             "c1",
@@ -103,7 +104,6 @@ def disks(aggr: str, busy: Iterable[float], rg: str = "rg0", start: int = 0, **k
             node="n1",
             raid_group=f"/{aggr}/plex0/{rg}",
             disk_type="SAS",
-            container="aggregate",
             busy_ratio=b,
             **kw,
         )
