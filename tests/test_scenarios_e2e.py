@@ -1,0 +1,149 @@
+"""Every simulator scenario through the real exporter: the diagnoses of docs/architecture.md fire, no other.
+
+Each case runs an in-process Simulator and a sanlens Exporter (demo config, 2 s
+polls, windows scaled by 0.02 so the longest 30-minute sustain is 36 s) and
+reads /diagnoses and /metrics over HTTP. The cases run in parallel threads so
+the whole module stays near two minutes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from tests.conftest import skip_or_fail
+
+from sanlens.config import DiagnoseConfig, Duration
+
+pytestmark = pytest.mark.e2e
+
+SCALE = 0.02
+POLL_S = 2.0
+SETTLE_S = 50.0  # longest scaled sustain (36 s) plus polls: an unexpected finding would have shown
+DEADLINE_S = 110.0
+
+# docs/architecture.md, "Scenarios and what they must make sanlens find"
+CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
+    "healthy": ("healthy", {}, set()),
+    "oversub-2": ("san-oversubscription", {"fa_ports": 2}, {"san_oversubscription", "latency_slo"}),
+    "oversub-4": ("san-oversubscription", {"fa_ports": 4}, {"san_oversubscription", "latency_slo"}),
+    "oversub-6": ("san-oversubscription", {"fa_ports": 6}, set()),
+    "too-few-luns-9.8": ("too-few-luns", {}, {"host_queue_limited", "lun_iops_ceiling"}),
+    "too-few-luns-9.12": ("too-few-luns", {"ontap_version": "9.12.1"}, {"host_queue_limited"}),
+    "kahuna": ("kahuna-bottleneck", {}, {"cpu_domain_serial_bottleneck", "volume_affinity_concentration"}),
+    "expansion": ("aggregate-expansion", {}, {"disk_busy_imbalance"}),
+    "rebuild": ("rebuild-during-oltp", {}, {"background_operation_impact", "latency_slo"}),
+    "mixed": (
+        "mixed",
+        {},
+        {
+            "san_oversubscription",
+            "cpu_domain_serial_bottleneck",
+            "disk_busy_imbalance",
+            "background_operation_impact",
+            "latency_slo",
+        },
+    ),
+}
+CRITICAL_EXPECTED = {"oversub-2": {"san_oversubscription"}, "oversub-4": {"san_oversubscription"}}
+
+
+@dataclass
+class Outcome:
+    ever: dict[str, int] = field(default_factory=dict)  # id -> worst state seen in /diagnoses
+    final: dict[str, int] = field(default_factory=dict)
+    metric_states: dict[str, int] = field(default_factory=dict)  # id -> worst sanlens_diagnosis_state
+    background_gauges: bool = False
+    error: str = ""
+    seconds: float = 0.0
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return bytes(r.read())
+
+
+def _run(scenario: str, knobs: dict[str, Any], expected: set[str], out: Outcome) -> None:
+    from sanlens.demo import demo_config
+    from sanlens.runtime import Exporter
+    from sanlens.sim.server import Simulator
+
+    start = time.monotonic()
+    sim = Simulator(scenario=scenario, port=0, **knobs)
+    exporter = None
+    try:
+        sim.start()
+        cfg = demo_config(sim.url, sim.cluster_name, sim.hosts, "127.0.0.1:0")
+        for t in [*cfg.ontap, *cfg.hosts]:
+            t.poll_interval = Duration(POLL_S)
+        cfg.diagnose = DiagnoseConfig(sustain_scale=SCALE)
+        exporter = Exporter(cfg)
+        exporter.start()
+        base = f"http://127.0.0.1:{exporter.port}"
+        while True:
+            time.sleep(POLL_S)
+            findings = json.loads(_get(base + "/diagnoses"))
+            out.final = {}
+            for f in findings:
+                out.final[f["id"]] = max(out.final.get(f["id"], 0), int(f["state"]))
+                out.ever[f["id"]] = max(out.ever.get(f["id"], 0), int(f["state"]))
+            elapsed = time.monotonic() - start
+            if (expected <= set(out.final) and elapsed >= SETTLE_S) or elapsed >= DEADLINE_S:
+                break
+        for fam in text_string_to_metric_families(_get(base + "/metrics").decode()):
+            if fam.name == "sanlens_diagnosis_state":
+                for s in fam.samples:
+                    did = s.labels["diagnosis"]
+                    out.metric_states[did] = max(out.metric_states.get(did, 0), int(s.value))
+            if fam.name.startswith("sanlens_background_operation_eta_seconds") and fam.samples:
+                out.background_gauges = True
+    except Exception as e:  # reported by the test of this case
+        out.error = f"{type(e).__name__}: {e}"
+    finally:
+        if exporter is not None:
+            exporter.stop()
+        sim.stop()
+        out.seconds = time.monotonic() - start
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, Outcome]:
+    for mod in ("sanlens.sim.server", "sanlens.ontap.collector", "sanlens.windows.sources"):
+        try:
+            importlib.import_module(mod)
+        except ImportError as e:
+            skip_or_fail(f"{mod} is not available yet: {e}")
+    results = {name: Outcome() for name in CASES}
+    threads = [
+        threading.Thread(target=_run, args=(*CASES[name], results[name]), name=f"e2e-{name}", daemon=True)
+        for name in CASES
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE_S + 60)
+    return results
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_scenario_fires_exactly_its_diagnoses(case: str, outcomes: dict[str, Outcome]) -> None:
+    _scenario, _knobs, expected = CASES[case]
+    out = outcomes[case]
+    assert not out.error, out.error
+    assert set(out.final) >= expected, f"{case}: expected {sorted(expected)}, firing {out.final}"
+    assert set(out.ever) == expected, f"{case}: fired at some point {out.ever}, expected {sorted(expected)}"
+    for did in expected:  # the same story on /metrics
+        assert out.metric_states.get(did, 0) >= 1, (did, out.metric_states)
+    unexpected_critical = {d for d, s in out.metric_states.items() if s == 2 and d not in expected}
+    assert not unexpected_critical, f"{case}: critical but not expected: {unexpected_critical}"
+    for did in CRITICAL_EXPECTED.get(case, set()):
+        assert out.ever.get(did) == 2, (case, did, out.ever)
+    if "background_operation_impact" in expected:
+        assert out.background_gauges, "no sanlens_background_operation_eta_seconds while a rebuild runs"
