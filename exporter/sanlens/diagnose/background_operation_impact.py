@@ -63,7 +63,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
                 "latency_ratio": worst[0] if worst else None,
                 "volume_latency_seconds": worst[2] if worst else None,
                 "baseline_latency_seconds": worst[3] if worst else None,
-                "percent_done": prog.percent if prog else None,
+                "done_percent": prog.percent if prog else None,
                 "eta_seconds": prog.eta_s if prog else None,
             }
             level = 0

@@ -109,7 +109,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         need_now = luns_needed(iops, s, q_eff, x_lun, t["target_queue_fill"])
         demand = (n or 0.0) / s if s else iops
         need_demand = luns_needed(demand, s, q_eff, x_lun, t["target_queue_fill"])
-        ev["demand_iops_estimate"] = demand
+        ev["demand_estimate_iops"] = demand
         ev["luns_needed"] = float(need_demand)
         array = f" while the array answers in {ms(s_array)}" if s_array is not None else ""
         advice = (
