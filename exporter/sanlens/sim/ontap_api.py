@@ -436,7 +436,7 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
         rid = table.row_id(w, obj)
         rec: Json = {"counter_table": {"name": name}, "id": rid}
         if opts.with_properties:
-            rec["properties"] = [{"name": k, "value": v} for k, v in table.props(w, obj)]
+            rec["properties"] = [{"name": k, "value": str(v)} for k, v in table.props(w, obj)]
         if opts.with_counters:
             idx = cs.index.get(table.key(obj))
             vals = cs.row(idx, t) if idx is not None else [0.0] * len(cs.names)

@@ -60,8 +60,11 @@ class Simulator:
         hosts: int | None = None,
         fa_ports: int | None = None,
         ontap_version: str | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
         **knobs: Any,
     ) -> None:
+        """``knobs``: further scenario knobs (rebuild_after_s, rebuild_rate_pct_s); ``clock`` for tests."""
         knobs.update(
             nodes=nodes,
             luns=luns,
@@ -71,7 +74,7 @@ class Simulator:
             fa_ports=fa_ports,
             ontap_version=ontap_version,
         )
-        self.estate = Estate(scenario, {k: v for k, v in knobs.items() if v is not None})
+        self.estate = Estate(scenario, {k: v for k, v in knobs.items() if v is not None}, clock)
         self.faults = FaultState()
         self.host, self._port, self.tls = host, port, tls
         self.cert_file: Path | None = None
