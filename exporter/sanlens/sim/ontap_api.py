@@ -425,12 +425,26 @@ class RowOptions:
     incomplete: Callable[[int], bool] = field(default=lambda i: False)
 
 
+def _quote_id(rid: str) -> str:
+    return (
+        urllib.parse.quote(rid, safe="")
+        if any(ch in rid for ch in "%?#& ")
+        else rid.replace(":", "%3A").replace("/", "%2F")
+    )
+
+
 def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: list[Any]) -> list[Json]:
     """The rows of ``page`` (objects of the table) at time ``t``."""
     table = _table(w, name)
     cs = estate.counters[table.kind]
     wanted = [c for c in table.counters if opts.counters is None or c.name in opts.counters]
-    qname = urllib.parse.quote(name, safe="")
+    # column plan, once per request: (name, scalar column or None, array columns, labels)
+    plan = [
+        (c.name, cs.col.get(c.name), [cs.col[f"{c.name}#{lb}"] for lb in c.labels], list(c.labels))
+        for c in wanted
+    ]
+    prefix = f"/api/cluster/counter/tables/{urllib.parse.quote(name, safe='')}/rows/"
+    zeros = [0.0] * len(cs.names)
     out: list[Json] = []
     for i, obj in enumerate(page):
         rid = table.row_id(w, obj)
@@ -439,24 +453,19 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
             rec["properties"] = [{"name": k, "value": str(v)} for k, v in table.props(w, obj)]
         if opts.with_counters:
             idx = cs.index.get(table.key(obj))
-            vals = cs.row(idx, t) if idx is not None else [0.0] * len(cs.names)
+            vals = cs.row(idx, t) if idx is not None else zeros
             raw = table.raw(obj)
             counters: list[Json] = []
-            for c in wanted:
-                if c.labels:
-                    arr = [int(vals[cs.col[f"{c.name}#{lb}"]]) for lb in c.labels]
-                    counters.append({"name": c.name, "values": arr, "labels": list(c.labels)})
-                elif c.name in raw:
-                    counters.append({"name": c.name, "value": int(raw[c.name])})
+            for cname, j, cols, labels in plan:
+                if labels:
+                    counters.append({"name": cname, "values": [int(vals[k]) for k in cols], "labels": labels})
+                elif cname in raw:
+                    counters.append({"name": cname, "value": int(raw[cname])})
                 else:
-                    j = cs.col.get(c.name)
-                    counters.append({"name": c.name, "value": int(vals[j]) if j is not None else 0})
+                    counters.append({"name": cname, "value": int(vals[j]) if j is not None else 0})
             rec["counters"] = counters
-        incomplete = opts.incomplete(i)
-        rec["aggregation"] = {"count": 2, "complete": not incomplete}
-        rec["_links"] = {
-            "self": {"href": f"/api/cluster/counter/tables/{qname}/rows/{urllib.parse.quote(rid, safe='')}"}
-        }
+        rec["aggregation"] = {"count": 2, "complete": not opts.incomplete(i)}
+        rec["_links"] = {"self": {"href": prefix + _quote_id(rid)}}
         out.append(rec)
     return out
 

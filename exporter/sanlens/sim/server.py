@@ -98,7 +98,9 @@ class Simulator:
             self.cert_file = cert
         self._server = server
         self._port = int(server.server_address[1])
-        self._thread = threading.Thread(target=server.serve_forever, name="sanlens-sim", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="sanlens-sim", daemon=True
+        )
         self._thread.start()
         return self
 

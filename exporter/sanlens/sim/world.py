@@ -8,6 +8,7 @@ node ops the sum of their volumes, host disks carry the ops of their LUN) and
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid as _uuid
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ DISK_IOPS = {"ssd": 20000.0, "sas": 180.0, "fsas": 90.0}
 DISK_RPM = {"ssd": 0, "sas": 10000, "fsas": 7200}
 
 
+@functools.lru_cache(maxsize=65536)
 def stable_uuid(*parts: str) -> str:
     return str(_uuid.uuid5(_uuid.NAMESPACE_URL, "sanlens-sim/" + "/".join(parts)))
 
@@ -283,6 +285,7 @@ class Builder:
         self.filler_vols: list[Volume] = []
         self.lifs_per_node = 2
         self._bay: dict[str, int] = {}
+        self._by_vol: dict[tuple[str, str], list[Lun]] = {}
 
     # -- topology
     def node(self, domains: dict[str, float] | None = None, cpus: int = 8, model: str = "AFF-A400") -> Node:
@@ -365,10 +368,11 @@ class Builder:
                 io_for(ops / luns, read_share, *lat_ms, io_kb=io_kb),
             )
             self.luns.append(lun)
+            self._by_vol.setdefault((svm, name), []).append(lun)
         return v
 
     def luns_of(self, v: Volume) -> list[Lun]:
-        return [x for x in self.luns if x.volume == v.name and x.svm == v.svm]
+        return self._by_vol.get((v.svm, v.name), [])
 
     def host(self, name: str) -> Host:
         h = Host(name)
