@@ -407,3 +407,35 @@ def test_cli_help() -> None:
     assert out.returncode == 0
     for flag in ("--scenario", "--tls", "--fa-ports", "--ontap-version", "--luns"):
         assert flag in out.stdout
+
+
+def test_every_counter_and_property_of_the_collector_tables_is_served(sim: Simulator) -> None:
+    """The collector's table YAML files are the source of truth: the simulator serves all they name."""
+    import yaml
+
+    from conftest import ROOT
+
+    files = sorted((ROOT / "exporter" / "sanlens" / "ontap" / "tables").glob("*.yaml"))
+    if not files:
+        pytest.skip("the collector's table YAML files have not landed yet")
+    for f in files:
+        spec = yaml.safe_load(f.read_text())
+        table = spec["table"]
+        counters: set[str] = set()
+        for m in spec["metrics"]:
+            counters |= {m[k] for k in ("counter", "array") if k in m}
+            counters |= set((m.get("counters") or {}).values())
+        props = {v if isinstance(v, str) else v["property"] for v in (spec.get("labels") or {}).values()}
+        schema = {
+            c["name"] for c in get(sim, f"/api/cluster/counter/tables/{q(table)}").json()["counter_schemas"]
+        }
+        assert counters | props <= schema, (f.name, sorted((counters | props) - schema))
+        body = get(
+            sim,
+            f"/api/cluster/counter/tables/{q(table)}/rows",
+            fields="*",
+            **{"counters.name": "|".join(sorted(counters))},
+        ).json()
+        rec = body["records"][0]
+        assert {c["name"] for c in rec["counters"]} == counters, f.name
+        assert props <= {p["name"] for p in rec["properties"]}, f.name
