@@ -1,0 +1,180 @@
+"""ONTAP REST client: one bounded session per cluster, pagination, typed errors, safe retries.
+
+Retries are for GETs only, on connection errors, 429 and 5xx, with exponential
+backoff and full jitter: a flapping cluster must not be hammered. 401/403 are
+never retried here; the poller's own backoff paces the next attempt, so a wrong
+password cannot become a retry storm (or lock the account).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import urljoin
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from sanlens import __version__
+from sanlens.config import OntapTarget
+from sanlens.errors import SourceError
+from sanlens.model import OntapVersion
+
+log = logging.getLogger(__name__)
+
+POOL_SIZE = 4
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class OntapError(SourceError):
+    """An ONTAP error body ``{"error": {"message", "code"}}`` or an unexpected HTTP status."""
+
+    reason = "api"
+
+    def __init__(self, status: int, message: str, code: str = "", path: str = "") -> None:
+        self.status = status
+        self.code = code
+        self.path = path
+        detail = f"HTTP {status}" + (f" code {code}" if code else "")
+        super().__init__(f"{path}: {detail}: {message}" if path else f"{detail}: {message}")
+
+
+class OntapNotFound(OntapError):
+    reason = "not_found"
+
+
+class OntapAuthError(OntapError):
+    reason = "auth"
+
+
+class OntapMalformed(SourceError):
+    reason = "malformed"
+
+
+class OntapPaginationLoop(SourceError):
+    reason = "pagination_loop"
+
+
+def _error_from(resp: requests.Response, path: str) -> OntapError:
+    message, code = resp.reason or "error", ""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        err = body["error"]
+        message = str(err.get("message") or message)
+        code = "" if err.get("code") is None else str(err.get("code"))  # ONTAP sends str or int
+    if resp.status_code in (401, 403):
+        what = "authentication failed" if resp.status_code == 401 else "permission denied"
+        return OntapAuthError(
+            resp.status_code, f"{what} (check the username and password_file): {message}", code, path
+        )
+    if resp.status_code == 404:
+        return OntapNotFound(404, message, code, path)
+    return OntapError(resp.status_code, message, code, path)
+
+
+class OntapClient:
+    def __init__(self, target: OntapTarget, retries: int = 3, backoff: float = 0.5) -> None:
+        self.target = target
+        self.base = target.url.rstrip("/") + "/"
+        self.retries = retries
+        self.backoff = backoff
+        self.timeout = (float(target.connect_timeout), float(target.read_timeout))
+        s = requests.Session()
+        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=POOL_SIZE, max_retries=0)
+        s.mount("https://", adapter)
+        s.mount("http://", adapter)
+        s.headers.update({"Accept": "application/hal+json", "User-Agent": f"sanlens/{__version__}"})
+        auth = target.auth
+        if auth.cert_file:
+            s.cert = (auth.cert_file, auth.key_file) if auth.key_file else auth.cert_file
+        elif auth.username:
+            s.auth = (auth.username, auth.resolve_password() or "")
+        if target.tls.insecure_skip_verify:
+            log.warning("%s: TLS certificate verification is disabled (insecure_skip_verify)", target.name)
+            s.verify = False
+            import urllib3
+
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        elif target.tls.ca_file:
+            s.verify = target.tls.ca_file
+        self.session = s
+
+    def close(self) -> None:
+        self.session.close()
+
+    # ------------------------------------------------------------------ requests
+    def get(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """GET one document; retries transient failures, raises typed errors."""
+        url = urljoin(self.base, path.lstrip("/"))
+        shown = path.split("?", 1)[0]
+        attempt = 0
+        while True:
+            try:
+                resp = self.session.get(url, params=params, timeout=self.timeout)
+            except requests.exceptions.SSLError as e:
+                raise SourceError(f"{shown}: TLS error: {type(e).__name__}", reason="tls") from None
+            except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as e:
+                if attempt >= self.retries:
+                    reason = "timeout" if isinstance(e, requests.exceptions.Timeout) else "connection"
+                    raise SourceError(
+                        f"{shown}: {reason} after {attempt + 1} attempts", reason=reason
+                    ) from None
+                self._sleep(attempt, None)
+                attempt += 1
+                continue
+            if resp.status_code in RETRY_STATUS and attempt < self.retries:
+                self._sleep(attempt, resp.headers.get("Retry-After"))
+                attempt += 1
+                continue
+            if resp.status_code >= 400:
+                raise _error_from(resp, shown)
+            try:
+                doc = resp.json()
+            except ValueError:
+                raise OntapMalformed(f"{shown}: response is not valid JSON") from None
+            if not isinstance(doc, dict):
+                raise OntapMalformed(f"{shown}: expected a JSON object, got {type(doc).__name__}")
+            return doc
+
+    def _sleep(self, attempt: int, retry_after: str | None) -> None:
+        delay = random.uniform(0, self.backoff * (2**attempt))  # full jitter
+        if retry_after and retry_after.isdigit():
+            delay = max(delay, min(float(retry_after), 30.0))
+        time.sleep(delay)
+
+    def records(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """Every record of a collection, following ``_links.next``; a repeating next link is an error."""
+        query: dict[str, Any] | None = {"max_records": self.target.max_records, **(params or {})}
+        seen: set[str] = set()
+        next_path: str = path
+        while True:
+            doc = self.get(next_path, query)
+            recs = doc.get("records")
+            if not isinstance(recs, list):
+                raise OntapMalformed(f"{path}: response has no 'records' list")
+            yield from recs
+            href = ((doc.get("_links") or {}).get("next") or {}).get("href")
+            if not href:
+                return
+            if href in seen:
+                raise OntapPaginationLoop(f"{path}: the next link repeats ({len(seen)} pages read)")
+            seen.add(href)
+            next_path, query = href, None  # the next link carries the whole query
+
+    def version(self) -> OntapVersion:
+        doc = self.get("/api/cluster", {"fields": "name,uuid,version"})
+        v = doc.get("version")
+        if not isinstance(v, Mapping):
+            raise OntapMalformed("/api/cluster: no version object")
+        try:
+            return OntapVersion(
+                int(v["generation"]), int(v["major"]), int(v["minor"]), str(v.get("full", ""))
+            )
+        except (KeyError, TypeError, ValueError):
+            raise OntapMalformed("/api/cluster: version lacks generation/major/minor") from None
