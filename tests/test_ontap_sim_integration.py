@@ -1,0 +1,118 @@
+"""The real exporter against the simulator on loopback: scrape /metrics over HTTP, parse, check two polls."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from sanlens.config import Config, DiagnoseConfig, Duration, OntapTarget
+from sanlens.runtime import Exporter
+from sanlens.sim.server import Simulator
+
+ARCH_LABELS = {
+    "sanlens_ontap_lun_ops_total": {"cluster", "svm", "volume", "lun", "op"},
+    "sanlens_ontap_lun_latency_seconds_total": {"cluster", "svm", "volume", "lun", "op"},
+    "sanlens_ontap_volume_ops_total": {"cluster", "svm", "volume", "op"},
+    "sanlens_ontap_node_domain_busy_seconds_total": {"cluster", "node", "domain"},
+    "sanlens_ontap_node_cpu_elapsed_seconds_total": {"cluster", "node"},
+    "sanlens_ontap_disk_busy_seconds_total": {"cluster", "node", "aggregate", "disk"},
+    "sanlens_ontap_fcp_lif_ops_total": {"cluster", "node", "svm", "lif", "op"},
+    "sanlens_ontap_lun_info": {"cluster", "svm", "volume", "lun", "serial", "os_type", "node"},
+    "sanlens_ontap_disk_info": {
+        "cluster",
+        "node",
+        "disk",
+        "aggregate",
+        "raid_group",
+        "type",
+        "rpm",
+        "container",
+        "state",
+    },
+}
+
+
+def scrape(port: int) -> dict[str, dict[tuple, float]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out: dict[str, dict[tuple, float]] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+@pytest.fixture
+def running() -> object:
+    sim = Simulator(scenario="healthy", port=0)
+    sim.start()
+    cfg = Config(
+        listen="127.0.0.1:0",
+        ontap=[OntapTarget(name="c1", url=sim.url, poll_interval=Duration(1.0))],
+        diagnose=DiagnoseConfig(sustain_scale=0.01),
+    )
+    exp = Exporter(cfg)
+    exp.start()
+    yield exp
+    exp.stop()
+    sim.stop()
+
+
+def _polls(m: dict[str, dict[tuple, float]]) -> float:
+    return sum(v for k, v in m.get("sanlens_polls_total", {}).items() if ("target", "c1") in k)
+
+
+def test_exporter_scrapes_simulator_series_with_names_labels_units_and_monotonic_counters(
+    running: Exporter,
+) -> None:
+    port = running.port
+    deadline = time.monotonic() + 30
+    first: dict[str, dict[tuple, float]] = {}
+    while time.monotonic() < deadline:
+        first = scrape(port)
+        if _polls(first) >= 1 and "sanlens_ontap_lun_ops_total" in first:
+            break
+        time.sleep(0.3)
+    assert "sanlens_ontap_lun_ops_total" in first, "no ONTAP series within 30 s"
+    n1 = _polls(first)
+    while time.monotonic() < deadline and _polls(second := scrape(port)) < n1 + 1:
+        time.sleep(0.3)
+    assert _polls(second) >= n1 + 1, "no second poll within 30 s"
+
+    for name, labels in ARCH_LABELS.items():
+        assert name in second, f"{name} missing"
+        for key in second[name]:
+            assert {k for k, _ in key} == labels, f"{name} labels {key}"
+    assert second["sanlens_target_up"][(("kind", "ontap"), ("target", "c1"))] == 1.0
+    # counters never go backwards between polls, and most of them moved
+    moved = 0
+    for name, series in second.items():
+        if not name.endswith("_total") or not name.startswith("sanlens_ontap_"):
+            continue
+        for key, v in series.items():
+            if key in first.get(name, {}):
+                assert v >= first[name][key], f"{name}{dict(key)} went backwards"
+                moved += v > first[name][key]
+    assert moved > 100
+    # units: seconds, not microseconds. A healthy LUN serves ~1 ms per op.
+    ops = second["sanlens_ontap_lun_ops_total"]
+    lat = second["sanlens_ontap_lun_latency_seconds_total"]
+    per_op = []
+    for key, v in lat.items():
+        d_lat = v - first["sanlens_ontap_lun_latency_seconds_total"].get(key, v)
+        d_ops = ops[key] - first["sanlens_ontap_lun_ops_total"].get(key, ops[key])
+        if d_ops > 10:
+            per_op.append(d_lat / d_ops)
+    assert per_op and all(1e-5 < x < 0.05 for x in per_op), per_op
+    # domain busy as a fraction of one core: sum over domains ~ processors
+    dom = second["sanlens_ontap_node_domain_busy_seconds_total"]
+    el = second["sanlens_ontap_node_cpu_elapsed_seconds_total"]
+    procs = second["sanlens_ontap_node_processors"]
+    node = dict(next(iter(el)))["node"]
+    total = sum(v for k, v in dom.items() if dict(k)["node"] == node)
+    el_v = next(v for k, v in el.items() if dict(k)["node"] == node)
+    n_cpu = next(v for k, v in procs.items() if dict(k)["node"] == node)
+    assert total / el_v == pytest.approx(n_cpu, rel=0.15)
