@@ -17,11 +17,13 @@ mkdir -p "$BIN"
 
 export PATH=/usr/local/go/bin:$PATH
 export GOPATH=$TOOLS/go GOMODCACHE=$TOOLS/go/mod GOCACHE=$TOOLS/go/cache
-export GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+# -modcacherw: a module cache that `make clean` (rm -rf .tools) can delete without root.
+export GOFLAGS="-mod=mod -modcacherw" GOTOOLCHAIN=local CGO_ENABLED=0
 
 log() { printf 'install-go-tools: %s\n' "$*" >&2; }
 
 command -v go >/dev/null 2>&1 || { log "go not found (expected /usr/local/go/bin/go)"; exit 1; }
+rm -rf "$TOOLS"/build-*  # leftovers of an interrupted build
 
 # build NAME MODULE VERSION PACKAGE LDFLAGS: go build PACKAGE from MODULE@VERSION in a
 # throwaway module. Plain `go install pkg@v` refuses modules with replace directives,
