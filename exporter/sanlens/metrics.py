@@ -7,9 +7,12 @@ when their subject does.
 
 from __future__ import annotations
 
+import math
 import platform
+import threading
 from collections.abc import Iterable, Iterator
 
+from prometheus_client import generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -21,7 +24,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from sanlens import __version__
-from sanlens.model import Metric
+from sanlens.model import Metric, Snapshot
 from sanlens.state import State
 
 
@@ -113,3 +116,83 @@ def make_registry(state: State) -> CollectorRegistry:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(SanlensCollector(state))
     return reg
+
+
+# ------------------------------------------------------------------ fast text path
+def _esc(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _num(v: float) -> str:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    return repr(float(v))
+
+
+def render_samples(m: Metric) -> str:
+    """The sample lines of one family in text format 0.0.4 (no HELP/TYPE)."""
+    names = m.label_names
+    esc: dict[str, str] = {}
+    lines = []
+    for values, v in m.samples:
+        parts = []
+        for k, x in zip(names, values, strict=True):
+            e = esc.get(x)
+            if e is None:
+                e = esc[x] = _esc(x)
+            parts.append(f'{k}="{e}"')
+        lines.append(f"{m.name}{{{','.join(parts)}}} {_num(v)}\n" if parts else f"{m.name} {_num(v)}\n")
+    return "".join(lines)
+
+
+def _header(m: Metric) -> str:
+    help_ = m.help.replace("\\", "\\\\").replace("\n", "\\n")
+    kind = "gauge" if m.type == "info" else m.type
+    return f"# HELP {m.name} {help_}\n# TYPE {m.name} {kind}\n"
+
+
+class Exposition:
+    """/metrics bytes, with each snapshot's sample text rendered once and reused.
+
+    Snapshots are immutable, so their text is cached until the next poll replaces
+    them; only the small engine and self-monitoring families are rendered per scrape.
+    That keeps a scrape of 100k+ series cheap (the issue's <= 1 s render target).
+    """
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self._cache: dict[str, tuple[Snapshot, dict[str, tuple[Metric, str]]]] = {}
+        self._lock = threading.Lock()
+        self._self = CollectorRegistry(auto_describe=False)
+        self._self.register(_SelfCollector(state))
+
+    def _snapshot_text(self, name: str, snap: Snapshot) -> dict[str, tuple[Metric, str]]:
+        with self._lock:
+            hit = self._cache.get(name)
+            if hit is not None and hit[0] is snap:
+                return hit[1]
+        text = {m.name: (m, render_samples(m)) for m in snap.metrics}
+        with self._lock:
+            self._cache[name] = (snap, text)
+            for gone in set(self._cache) - set(self.state.view()[0]):
+                del self._cache[gone]
+        return text
+
+    def render(self) -> bytes:
+        snaps, _ = self.state.view()
+        families: dict[str, tuple[Metric, list[str]]] = {}
+        for name, snap in snaps.items():
+            for fam, (m, text) in self._snapshot_text(name, snap).items():
+                families.setdefault(fam, (m, []))[1].append(text)
+        if self.state.engine is not None:
+            for m in self.state.engine.metrics():
+                families.setdefault(m.name, (m, []))[1].append(render_samples(m))
+        out = [_header(m) + "".join(parts) for m, parts in families.values()]
+        return "".join(out).encode() + generate_latest(self._self)
+
+
+class _SelfCollector(SanlensCollector):
+    def collect(self) -> Iterator[PromMetric]:
+        yield from self._self_metrics(self.state.view()[1])

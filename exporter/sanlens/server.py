@@ -8,10 +8,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from sanlens import __version__
-from sanlens.metrics import make_registry
+from sanlens.metrics import Exposition
 from sanlens.state import State
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
 class _Handler(BaseHTTPRequestHandler):
     server_version = f"sanlens/{__version__}"
     state: State
-    registry: Any
+    exposition: Exposition
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
@@ -48,7 +48,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
-            self._send(200, generate_latest(self.registry), CONTENT_TYPE_LATEST)
+            self._send(200, self.exposition.render(), CONTENT_TYPE_LATEST)
         elif path == "/diagnoses":
             engine = self.state.engine
             findings = engine.findings() if engine is not None else []
@@ -71,7 +71,7 @@ class ExporterServer:
 
     def __init__(self, state: State, listen: str) -> None:
         host, port = parse_listen(listen)
-        handler = type("Handler", (_Handler,), {"state": state, "registry": make_registry(state)})
+        handler = type("Handler", (_Handler,), {"state": state, "exposition": Exposition(state)})
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True)
