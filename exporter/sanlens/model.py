@@ -43,6 +43,21 @@ class MetricBuilder:
             self._samples[name] = []
         self._samples[name].append((tuple(str(labels.get(k, "")) for k in spec[2]), float(value)))
 
+    def add_tuple(
+        self,
+        name: str,
+        type_: MetricType,
+        help_: str,
+        label_names: tuple[str, ...],
+        values: tuple[str, ...],
+        value: float,
+    ) -> None:
+        """Like add() for hot loops: label values already in ``label_names`` order."""
+        if name not in self._families:
+            self._families[name] = (type_, help_, label_names)
+            self._samples[name] = []
+        self._samples[name].append((values, float(value)))
+
     def build(self) -> tuple[Metric, ...]:
         return tuple(
             Metric(name, t, h, names, tuple(self._samples[name]))

@@ -65,22 +65,24 @@ class TableSpec:
 
     def emit(self, row: CounterRow, base: dict[str, str], out: MetricBuilder) -> None:
         """Raw cumulative values of one row, in base units, into ``out``."""
+        names0 = tuple(base)
+        vals0 = tuple(base.values())
         for m in self.metrics:
+            names = (*names0, m.by) if m.by else names0
             if m.array:
                 values = row.counters.get(m.array)
                 if not isinstance(values, list):
                     continue
-                names = row.labels.get(m.array) or []
+                labels = row.labels.get(m.array) or []
                 for i, x in enumerate(values):
-                    lab = names[i] if i < len(names) else str(i)
-                    out.add(m.name, m.type, m.help, {**base, m.by: lab}, x * m.scale)
+                    lab = labels[i] if i < len(labels) else str(i)
+                    out.add_tuple(m.name, m.type, m.help, names, (*vals0, lab), x * m.scale)
                 continue
             for lab, counter in m.counters:
                 v = row.counters.get(counter)
                 if v is None or isinstance(v, list):
                     continue
-                labels = {**base, m.by: lab} if m.by else base
-                out.add(m.name, m.type, m.help, labels, v * m.scale)
+                out.add_tuple(m.name, m.type, m.help, names, (*vals0, lab) if m.by else vals0, v * m.scale)
 
 
 def _fail(where: str, msg: str) -> ConfigError:
