@@ -18,6 +18,8 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.conftest import ROOT, require_tool, skip_or_fail
+from tests.conftest import ROOT, free_port, require_tool, skip_or_fail
 
 from sanlens.config import load_config_text
 
@@ -486,3 +488,50 @@ def test_real_chart_lints_strict(helm: Helm) -> None:
     _need_real_sources()
     p = helm.run("lint", "--strict", str(CHART), "-f", str(CHART / "ci" / "full-values.yaml"), check=False)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+# ------------------------------------------------------------------ pinned tools, and the chart against the real server
+
+
+def test_installed_tools_are_the_pinned_versions(helm: Helm) -> None:
+    script = (ROOT / "scripts" / "install-go-tools.sh").read_text(encoding="utf-8")
+    pins = dict(re.findall(r"^([A-Z_]+_VERSION)=(v[\d.]+)$", script, flags=re.M))
+    assert helm.run("version", "--short").stdout.startswith(pins["HELM_VERSION"])
+    kubeconform = require_tool("kubeconform")
+    out = subprocess.run([kubeconform, "-v"], capture_output=True, text=True, timeout=30).stdout
+    assert out.strip() == pins["KUBECONFORM_VERSION"]
+    plugins = helm.run("plugin", "list").stdout
+    assert re.search(rf"^unittest\s+{re.escape(pins['HELM_UNITTEST_VERSION'].lstrip('v'))}\s", plugins, re.M)
+
+
+def test_rendered_args_config_and_probes_work_against_the_exporter(
+    helm: Helm, chart_tree: Path, tmp_path: Path
+) -> None:
+    """Run `sanlens serve` with the Deployment's own args and ConfigMap; probe its probe paths."""
+    port = free_port()
+    docs = helm.template(chart_tree, "--set", f"containerPort={port}")
+    container = only(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    config = tmp_path / "config.yaml"
+    config.write_text(only(docs, "ConfigMap")["data"]["config.yaml"], encoding="utf-8")
+    args = [str(config) if a == "/etc/sanlens/config/config.yaml" else a for a in container["args"]]
+    args = [f"127.0.0.1:{port}" if a == f":{port}" else a for a in args]
+    sanlens = Path(sys.executable).parent / "sanlens"
+    server = subprocess.Popen(
+        [str(sanlens), "serve", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        for probe in ("livenessProbe", "readinessProbe"):
+            path = container[probe]["httpGet"]["path"]
+            deadline = time.monotonic() + 20
+            while True:
+                assert server.poll() is None, server.stdout.read() if server.stdout else b""
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+                        assert r.status == 200
+                        break
+                except OSError:
+                    assert time.monotonic() < deadline, f"{probe} {path} never answered 200"
+                    time.sleep(0.3)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
