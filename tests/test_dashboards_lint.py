@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, require_tool
+from grafana_vars import VAR_RE, substitute
 from sanlens.diagnose.registry import REGISTRY
 
 DASH_DIR = ROOT / "dashboards"
@@ -44,7 +45,6 @@ VALID_UNITS = {
 }  # fmt: skip
 DS_REF = {"type": "prometheus", "uid": "${datasource}"}
 RANGE_FUNCS = ("rate", "irate", "increase")
-VAR_RE = re.compile(r"\$\{([A-Za-z_]\w*)(?::\w+)?\}|\$([A-Za-z_]\w*)|\[\[([A-Za-z_]\w*)\]\]")
 BUILTIN_SAMPLES = {
     "__rate_interval": "1m",
     "__interval": "1m",
@@ -104,16 +104,6 @@ def inner_expr(query: str) -> str:
 
 def used_vars(text: str) -> set[str]:
     return {a or b or c for a, b, c in VAR_RE.findall(text)}
-
-
-def substitute(text: str, values: dict[str, str]) -> str:
-    def repl(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2) or m.group(3)
-        if name not in values:
-            raise AssertionError(f"undefined variable ${name} in {text!r}")
-        return values[name]
-
-    return VAR_RE.sub(repl, text)
 
 
 def sample_values(d: dict[str, Any]) -> dict[str, str]:
