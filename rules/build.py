@@ -357,7 +357,7 @@ def recording_rules() -> list[dict[str, Any]]:
 def build(runbook_base: str = RUNBOOK_BASE, dash_base: str = DASHBOARD_BASE) -> dict[str, Any]:
     return {
         "groups": [
-            {"name": "sanlens.recording", "interval": "30s", "rules": recording_rules()},
+            {"name": "sanlens.recording", "rules": recording_rules()},
             {"name": "sanlens.diagnoses", "rules": diagnosis_alerts(runbook_base, dash_base)},
             {"name": "sanlens.exporter", "rules": health_alerts(runbook_base, dash_base)},
         ]
