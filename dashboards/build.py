@@ -580,48 +580,38 @@ def overview() -> Json:
     )
 
     # Recording rules (rules/sanlens.rules.yaml): fixed 5m means, cheap over long ranges.
-    lay.add(
-        panel(
-            "timeseries",
+    for title, description, expr, legend in (
+        (
             "Worst LUN latency per cluster (5m mean)",
             "The slowest LUN of each cluster, read and write together, from the recording rule "
             "lun:sanlens_ontap_lun_latency_seconds:mean5m; dashed lines are the data-file latency "
             "thresholds of latency_slo.",
-            [
-                target(
-                    f"max by (cluster) (lun:sanlens_ontap_lun_latency_seconds:mean5m{{{CLUSTER}}})",
-                    "{{cluster}}",
-                )
-            ],
-            "s",
-            thresholds=steps(GREEN, ("orange", DATA_WARN_S), ("red", DATA_CRIT_S)),
-            lines=True,
-            min_=0,
+            f"max by (cluster) (lun:sanlens_ontap_lun_latency_seconds:mean5m{{{CLUSTER}}})",
+            "{{cluster}}",
         ),
-        12,
-        7,
-    )
-    lay.add(
-        panel(
-            "timeseries",
+        (
             "Worst host disk latency per host (5m mean)",
             "The slowest disk of each host as PerfMon sees it, from the recording rule "
             "host_disk:sanlens_host_disk_latency_seconds:mean5m; compare with the LUN panel beside "
             "it: a host far above its array is a fabric or queue problem.",
-            [
-                target(
-                    'max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{host=~"$host"})',
-                    "{{host}}",
-                )
-            ],
-            "s",
-            thresholds=steps(GREEN, ("orange", DATA_WARN_S), ("red", DATA_CRIT_S)),
-            lines=True,
-            min_=0,
+            'max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{host=~"$host"})',
+            "{{host}}",
         ),
-        12,
-        7,
-    )
+    ):
+        lay.add(
+            panel(
+                "timeseries",
+                title,
+                description,
+                [target(expr, legend)],
+                "s",
+                thresholds=steps(GREEN, ("orange", DATA_WARN_S), ("red", DATA_CRIT_S)),
+                lines=True,
+                min_=0,
+            ),
+            12,
+            7,
+        )
 
     lay.row("sanlens itself")
     lay.add(
