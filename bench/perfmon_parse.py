@@ -19,14 +19,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 CHILD = """
 import json, resource, sys, time
 from sanlens.report.perfmon_summary import summarize
 t = time.perf_counter()
-s = summarize(sys.argv[1])
+s = summarize(sys.argv[1], engine=sys.argv[2])
 dt = time.perf_counter() - t
-print(json.dumps({"seconds": dt, "samples": s.samples, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+print(json.dumps({"seconds": dt, "samples": s.samples, "engine": s.engine, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
 
@@ -65,10 +66,10 @@ def generate(path: Path, size_mb: float, columns: int, seed: int = 1) -> int:
     return path.stat().st_size
 
 
-def run_once(path: Path) -> dict[str, float]:
+def run_once(path: Path, engine: str) -> dict[str, Any]:
     env = dict(os.environ)
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(path)], check=True, capture_output=True, text=True, env=env
+        [sys.executable, "-c", CHILD, str(path), engine], check=True, capture_output=True, text=True, env=env
     ).stdout
     return json.loads(out)
 
@@ -78,6 +79,12 @@ def main() -> int:
     ap.add_argument("--size-mb", type=float, default=1024.0, help="generated file size (default 1024)")
     ap.add_argument("--columns", type=int, default=500)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--engine",
+        choices=("auto", "python"),
+        default="auto",
+        help="auto: pyarrow when installed, else Python; python: the pure-Python reader",
+    )
     ap.add_argument("--dir", default=None, help="where to write the file (default: a temp dir)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as d:
@@ -85,12 +92,13 @@ def main() -> int:
         t = time.perf_counter()
         size = generate(path, args.size_mb, args.columns)
         print(f"generated {size / 1e6:.0f} MB ({args.columns} columns) in {time.perf_counter() - t:.1f}s")
-        results = [run_once(path) for _ in range(args.runs)]
+        results = [run_once(path, args.engine) for _ in range(args.runs)]
     mbs = [size / 1e6 / r["seconds"] for r in results]
     rss = [r["rss_kb"] / 1024 for r in results]
     for r, m in zip(results, mbs, strict=True):
         print(
-            f"  run: {r['seconds']:.2f}s  {m:.1f} MB/s  rows {r['samples']}  peak RSS {r['rss_kb'] / 1024:.0f} MB"
+            f"  run ({r['engine']}): {r['seconds']:.2f}s  {m:.1f} MB/s  rows {r['samples']}  "
+            f"peak RSS {r['rss_kb'] / 1024:.0f} MB"
         )
     print(
         f"median: {statistics.median(mbs):.1f} MB/s (target >= 50), "

@@ -4,6 +4,8 @@ Speed matters (1 GB logs): rows without blanks are converted with ``map(float)``
 and gathered in small batches, then each column's min/max/sum is taken by the C
 builtins over the transposed batch, so no Python-level loop touches each cell.
 Rows with blank cells (typeperf's first row, gaps) take a slower per-cell path.
+With the optional pyarrow extra, clean UTF-8 logs go through Arrow's C++ reader first
+(``perfmon_arrow``); anything it will not vouch for comes back here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sanlens.report.perfmon_arrow import summarize_arrow
 from sanlens.windows.perfmon import CounterPath, PerfmonLog, PerfmonParseError
 
 _BATCH = 256
@@ -54,6 +57,7 @@ class LogSummary:
     start: float | None = None
     end: float | None = None
     warnings: list[str] = field(default_factory=list)
+    engine: str = "python"  # or "arrow": which reader produced the statistics
 
     @property
     def hosts(self) -> list[str]:
@@ -84,8 +88,11 @@ def iso_utc(epoch: float | None) -> str | None:
     return t.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
 
 
-def summarize(path: str | Path) -> LogSummary:
-    """Stream one log; raise PerfmonParseError (with line and column) on malformed input."""
+def summarize(path: str | Path, engine: str = "auto") -> LogSummary:
+    """Stream one log; raise PerfmonParseError (with line and column) on malformed input.
+
+    ``engine``: "auto" tries pyarrow first when it is installed, "python" never does.
+    """
     with PerfmonLog(path) as log:
         cols = [ColumnStats(c) for c in log.header.columns]
         summary = LogSummary(str(path), log.header.kind, cols)
@@ -93,6 +100,9 @@ def summarize(path: str | Path) -> LogSummary:
             summary.warnings.append(
                 f"{len(log.header.unparsed)} header cell(s) are not counter paths, e.g. {log.header.unparsed[0]!r}"
             )
+        if engine == "auto" and summarize_arrow(log, summary):
+            summary.engine = "arrow"
+            return summary
         batch: list[list[float]] = []
         n = 0
         first = last = None
