@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urljoin
 
+import orjson
 import requests
 from requests.adapters import HTTPAdapter
 
@@ -135,8 +136,8 @@ class OntapClient:
             if resp.status_code >= 400:
                 raise _error_from(resp, shown)
             try:
-                doc = resp.json()
-            except ValueError:
+                doc = orjson.loads(resp.content)  # 10k-row counter pages: ~4x the stdlib decoder
+            except orjson.JSONDecodeError:
                 raise OntapMalformed(f"{shown}: response is not valid JSON") from None
             if not isinstance(doc, dict):
                 raise OntapMalformed(f"{shown}: expected a JSON object, got {type(doc).__name__}")
