@@ -43,7 +43,7 @@ SEVERITY = {1: "warning", 2: "critical"}
 # signature lasted): enough to ride out one bad scrape, short enough to page early.
 FOR = {1: "10m", 2: "5m"}
 EXPORTER_RUNBOOK = "sanlens_exporter.md"
-JOB = 'job=~".*sanlens.*"'
+JOB = 'job=~".*sanlens.*"'  # the scrape job(s) of the exporter; --job-selector overrides
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def diagnosis_alerts(runbook_base: str, dash_base: str) -> list[dict[str, Any]]:
     return rules
 
 
-def health_alerts(runbook_base: str, dash_base: str) -> list[dict[str, Any]]:
+def health_alerts(runbook_base: str, dash_base: str, job: str = JOB) -> list[dict[str, Any]]:
     runbook = f"{runbook_base.rstrip('/')}/{EXPORTER_RUNBOOK}"
     overview = dashboard_url(dash_base, "sanlens-overview", ("cluster",))
 
@@ -216,7 +216,7 @@ def health_alerts(runbook_base: str, dash_base: str) -> list[dict[str, Any]]:
     return [
         alert(
             "SanlensExporterDown",
-            f"up{{{JOB}}} == 0",
+            f"up{{{job}}} == 0",
             "5m",
             "critical",
             "Prometheus cannot scrape the sanlens exporter.",
@@ -354,12 +354,14 @@ def recording_rules() -> list[dict[str, Any]]:
     return [{"record": name, "expr": expr} for name, expr in rec]
 
 
-def build(runbook_base: str = RUNBOOK_BASE, dash_base: str = DASHBOARD_BASE) -> dict[str, Any]:
+def build(
+    runbook_base: str = RUNBOOK_BASE, dash_base: str = DASHBOARD_BASE, job: str = JOB
+) -> dict[str, Any]:
     return {
         "groups": [
             {"name": "sanlens.recording", "rules": recording_rules()},
             {"name": "sanlens.diagnoses", "rules": diagnosis_alerts(runbook_base, dash_base)},
-            {"name": "sanlens.exporter", "rules": health_alerts(runbook_base, dash_base)},
+            {"name": "sanlens.exporter", "rules": health_alerts(runbook_base, dash_base, job)},
         ]
     }
 
@@ -381,8 +383,8 @@ HEADER = """\
 """
 
 
-def render(runbook_base: str = RUNBOOK_BASE, dash_base: str = DASHBOARD_BASE) -> str:
-    body = yaml.dump(build(runbook_base, dash_base), Dumper=_Dumper, sort_keys=False, width=100_000)
+def render(runbook_base: str = RUNBOOK_BASE, dash_base: str = DASHBOARD_BASE, job: str = JOB) -> str:
+    body = yaml.dump(build(runbook_base, dash_base, job), Dumper=_Dumper, sort_keys=False, width=100_000)
     return HEADER + body
 
 
@@ -392,8 +394,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-o", "--output", type=Path, default=OUT, help=f"output file (default: {OUT.name})")
     ap.add_argument("--runbook-base-url", default=RUNBOOK_BASE, help="where docs/runbooks/*.md are served")
     ap.add_argument("--dashboard-base-url", default=DASHBOARD_BASE, help="your Grafana's root URL")
+    ap.add_argument(
+        "--job-selector", default=JOB, help=f"label matchers of the exporter's scrape job (default: {JOB})"
+    )
     args = ap.parse_args(argv)
-    text = render(args.runbook_base_url, args.dashboard_base_url)
+    text = render(args.runbook_base_url, args.dashboard_base_url, args.job_selector)
     if args.check:
         if not args.output.exists() or args.output.read_text(encoding="utf-8") != text:
             print(f"{args.output} is stale: run python3 rules/build.py", file=sys.stderr)

@@ -134,6 +134,8 @@ def test_generator_rebases_links(tmp_path: Path) -> None:
         "https://wiki.example.com/rb/",
         "--dashboard-base-url",
         "https://grafana.example.com",
+        "--job-selector",
+        'job="storage-exporter"',
     )
     assert p.returncode == 0, p.stderr
     got = [r for g in load(out)["groups"] for r in g["rules"] if "alert" in r]
@@ -142,6 +144,8 @@ def test_generator_rebases_links(tmp_path: Path) -> None:
         assert r["annotations"]["runbook_url"].startswith("https://wiki.example.com/rb/")
         assert "//" not in r["annotations"]["runbook_url"].removeprefix("https://")
         assert r["annotations"]["dashboard_url"].startswith("https://grafana.example.com/d/sanlens-")
+    (down,) = [r for r in got if r["alert"] == "SanlensExporterDown"]
+    assert down["expr"] == 'up{job="storage-exporter"} == 0'
 
 
 def test_every_diagnosis_has_its_alerts_and_nothing_else() -> None:
