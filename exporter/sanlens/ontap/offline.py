@@ -365,12 +365,25 @@ def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterR
                 continue
             name = str(c["name"])
             try:
-                if "values" in c:
+                if "counters" in c:  # 2-D: one {"label", "values"} per outer label, inner labels shared
+                    inner = [str(x) for x in c.get("labels") or []]
+                    flat: list[float] = []
+                    flat_labels: list[str] = []
+                    for sub in c["counters"] or []:
+                        outer = str(sub.get("label", ""))
+                        vals = [float(x) for x in sub.get("values") or []]
+                        flat.extend(vals)
+                        flat_labels.extend(
+                            f"{outer}.{inner[j] if j < len(inner) else j}" for j in range(len(vals))
+                        )
+                    row.counters[name] = flat
+                    row.labels[name] = flat_labels
+                elif "values" in c:
                     row.counters[name] = [float(x) for x in c["values"]]
                     row.labels[name] = [str(x) for x in c.get("labels") or []]
                 elif "value" in c:
                     row.counters[name] = float(c["value"])
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, AttributeError):
                 raise CaptureError(f"records[{n}] counter {name!r}: not a number", where) from None
         rows.append(row)
     return rows
