@@ -65,25 +65,27 @@ def _s(type_: str, base: str = "", unit: str = "none") -> CounterSpec:
 
 _RATE, _BPS, _US = "per_sec", "b_per_sec", "microsec"
 
+# Ops, bytes and latency as both `lun` and `fcp_lif` name them (avg_* and average_* spellings).
+_SAN_IO: dict[str, CounterSpec] = {
+    "read_ops": _s("rate", unit=_RATE),
+    "write_ops": _s("rate", unit=_RATE),
+    "other_ops": _s("rate", unit=_RATE),
+    "total_ops": _s("rate", unit=_RATE),
+    "read_data": _s("rate", unit=_BPS),
+    "write_data": _s("rate", unit=_BPS),
+}
+for _prefix in ("avg", "average"):
+    _SAN_IO[f"{_prefix}_read_latency"] = _s("average", "read_ops", _US)
+    _SAN_IO[f"{_prefix}_write_latency"] = _s("average", "write_ops", _US)
+    _SAN_IO[f"{_prefix}_other_latency"] = _s("average", "other_ops", _US)
+    _SAN_IO[f"{_prefix}_latency"] = _s("average", "total_ops", _US)
+
 BUILTIN: dict[str, dict[str, CounterSpec]] = {
     "lun": {
-        "read_ops": _s("rate", unit=_RATE),
-        "write_ops": _s("rate", unit=_RATE),
-        "other_ops": _s("rate", unit=_RATE),
-        "total_ops": _s("rate", unit=_RATE),
-        "read_data": _s("rate", unit=_BPS),
-        "write_data": _s("rate", unit=_BPS),
+        **_SAN_IO,
         "queue_full": _s("rate", unit=_RATE),
         "remote_ops": _s("rate", unit=_RATE),
         "remote_bytes": _s("rate", unit=_BPS),
-        "avg_read_latency": _s("average", "read_ops", _US),
-        "avg_write_latency": _s("average", "write_ops", _US),
-        "avg_other_latency": _s("average", "other_ops", _US),
-        "avg_latency": _s("average", "total_ops", _US),
-        "average_read_latency": _s("average", "read_ops", _US),
-        "average_write_latency": _s("average", "write_ops", _US),
-        "average_other_latency": _s("average", "other_ops", _US),
-        "average_latency": _s("average", "total_ops", _US),
         "read_ops_sent": _s("delta"),
         "write_ops_sent": _s("delta"),
         "read_align_histo": _s("percent", "read_ops_sent", "percent"),
@@ -146,22 +148,7 @@ BUILTIN: dict[str, dict[str, CounterSpec]] = {
         "user_write_latency": _s("average", "user_write_blocks", _US),
         "disk_capacity": _s("raw"),
     },
-    "fcp_lif": {
-        "read_ops": _s("rate", unit=_RATE),
-        "write_ops": _s("rate", unit=_RATE),
-        "other_ops": _s("rate", unit=_RATE),
-        "total_ops": _s("rate", unit=_RATE),
-        "read_data": _s("rate", unit=_BPS),
-        "write_data": _s("rate", unit=_BPS),
-        "average_read_latency": _s("average", "read_ops", _US),
-        "average_write_latency": _s("average", "write_ops", _US),
-        "average_other_latency": _s("average", "other_ops", _US),
-        "average_latency": _s("average", "total_ops", _US),
-        "avg_read_latency": _s("average", "read_ops", _US),
-        "avg_write_latency": _s("average", "write_ops", _US),
-        "avg_other_latency": _s("average", "other_ops", _US),
-        "avg_latency": _s("average", "total_ops", _US),
-    },
+    "fcp_lif": dict(_SAN_IO),
     "wafl": {
         "cp_count": _s("delta"),
         "total_cp_msecs": _s("delta", unit="millisec"),
@@ -193,12 +180,6 @@ COOKED_UNIT = {
 }
 
 
-def spec_for(
-    schemas: Mapping[str, Mapping[str, CounterSpec]], table: str, counter: str
-) -> CounterSpec | None:
-    return schemas.get(table, {}).get(counter) or BUILTIN.get(table, {}).get(counter)
-
-
 def cooked_unit(spec: CounterSpec) -> str:
     if spec.type == "percent":
         return "percent"
@@ -220,9 +201,7 @@ class Cooked:
     unit: str
 
 
-def _as_list(v: Value | None) -> list[float] | None:
-    if v is None:
-        return None
+def _as_list(v: Value) -> list[float]:
     return v if isinstance(v, list) else [v]
 
 
@@ -263,7 +242,7 @@ def cook_row(
         is_list = type(cv) is list
         if is_list or type(pv) is list:
             pl, cl = _as_list(pv), _as_list(cv)
-            if pl is None or cl is None or len(pl) != len(cl):
+            if len(pl) != len(cl):
                 continue
             deltas = [c - p for c, p in zip(cl, pl, strict=True)]
             if any(d < 0 for d in deltas):
@@ -281,16 +260,13 @@ def cook_row(
             values = deltas
         else:  # average, percent
             pb, cb = prev_counters.get(spec.base), cur_counters.get(spec.base)
-            if pb is None or cb is None:
+            if pb is None or cb is None or (type(pb) is list) != (type(cb) is list):
                 continue
-            if type(cb) is list:
-                if len(cb) != 1 or type(pb) is not list or len(pb) != 1:
+            if type(cb) is list:  # a one-element array base counts as a scalar
+                if len(cb) != 1 or len(pb) != 1:  # type: ignore[arg-type]
                     continue
-                db = cb[0] - pb[0]
-            elif type(pb) is list:
-                continue
-            else:
-                db = cb - pb  # type: ignore[operator]
+                pb, cb = pb[0], cb[0]  # type: ignore[index]
+            db = cb - pb  # type: ignore[operator]
             if db < 0:
                 continue
             if kind == "average":
@@ -305,10 +281,8 @@ def cook_row(
         if not is_list:
             append(Cooked(table, instance, name, "", values[0], unit))
             continue
-        labels = cur.labels.get(name) or []
-        nl = len(labels)
-        for i, x in enumerate(values):
-            append(Cooked(table, instance, name, labels[i] if i < nl else str(i), x, unit))
+        for label, x in _labelled(cur, name, values):
+            append(Cooked(table, instance, name, label, x, unit))
     return out
 
 
