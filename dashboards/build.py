@@ -206,6 +206,26 @@ def rename(field: str, name: str, unit: str | None = None, extra: Iterable[Json]
     return {"matcher": {"id": "byName", "options": field}, "properties": props}
 
 
+def up_column() -> Json:
+    """Column A of the per-cluster and per-host tables: the poll status, shown as up/down."""
+    mapping = {
+        "type": "value",
+        "options": {
+            "0": {"text": "down", "color": "red", "index": 0},
+            "1": {"text": "up", "color": "green", "index": 1},
+        },
+    }
+    return rename(
+        "Value #A",
+        "Up",
+        "none",
+        [
+            {"id": "mappings", "value": [mapping]},
+            {"id": "custom.cellOptions", "value": {"type": "color-text"}},
+        ],
+    )
+
+
 def series(name: str, *props: Json) -> Json:
     """Override for the series whose display name matches a regex (threshold or config lines)."""
     return {"matcher": {"id": "byRegexp", "options": name}, "properties": list(props)}
@@ -487,26 +507,7 @@ def overview() -> Json:
             ],
             "none",
             overrides=[
-                rename(
-                    "Value #A",
-                    "Up",
-                    "none",
-                    [
-                        {
-                            "id": "mappings",
-                            "value": [
-                                {
-                                    "type": "value",
-                                    "options": {
-                                        "0": {"text": "down", "color": "red", "index": 0},
-                                        "1": {"text": "up", "color": "green", "index": 1},
-                                    },
-                                }
-                            ],
-                        },
-                        {"id": "custom.cellOptions", "value": {"type": "color-text"}},
-                    ],
-                ),
+                up_column(),
                 rename("Value #B", "LUN IOPS", "iops"),
                 rename("Value #C", "Avg CPU busy", "percentunit"),
                 rename("Value #D", "Worst LUN latency", "s"),
@@ -547,26 +548,7 @@ def overview() -> Json:
             ],
             "none",
             overrides=[
-                rename(
-                    "Value #A",
-                    "Up",
-                    "none",
-                    [
-                        {
-                            "id": "mappings",
-                            "value": [
-                                {
-                                    "type": "value",
-                                    "options": {
-                                        "0": {"text": "down", "color": "red", "index": 0},
-                                        "1": {"text": "up", "color": "green", "index": 1},
-                                    },
-                                }
-                            ],
-                        },
-                        {"id": "custom.cellOptions", "value": {"type": "color-text"}},
-                    ],
-                ),
+                up_column(),
                 rename("Value #B", "Disk IOPS", "iops"),
                 rename("Value #C", "Worst disk latency", "s"),
                 rename("Value #D", "Lowest % idle", "percentunit"),
