@@ -19,7 +19,7 @@ ARCH_LABELS = {
     "sanlens_ontap_node_domain_busy_seconds_total": {"cluster", "node", "domain"},
     "sanlens_ontap_node_cpu_elapsed_seconds_total": {"cluster", "node"},
     "sanlens_ontap_disk_busy_seconds_total": {"cluster", "node", "aggregate", "disk"},
-    "sanlens_ontap_fcp_lif_ops_total": {"cluster", "node", "svm", "lif", "op"},
+    "sanlens_ontap_fcp_lif_ops_total": {"cluster", "node", "svm", "lif", "port", "op"},
     "sanlens_ontap_lun_info": {"cluster", "svm", "volume", "lun", "serial", "os_type", "node"},
     "sanlens_ontap_disk_info": {
         "cluster",

@@ -22,7 +22,12 @@ from sanlens.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TABLES = ["lun", "volume", "system:node", "disk:constituent", "fcp_lif", "wafl"]
+
+def counter_tables() -> list[str]:
+    """The REST counter tables the catalogue describes (all polled by default)."""
+    from sanlens.ontap.catalogue import catalogue
+
+    return [name for name, t in catalogue().items() if t.rest]
 
 
 class Duration(float):
@@ -86,7 +91,7 @@ class OntapTarget:
     poll_interval: Duration = Duration(60)
     connect_timeout: Duration = Duration(5)
     read_timeout: Duration = Duration(30)
-    tables: list[str] = field(default_factory=lambda: list(DEFAULT_TABLES))
+    tables: list[str] = field(default_factory=counter_tables)
     skip_incomplete_aggregation: bool = True
     min_ops_for_latency: float = 1.0
     max_records: int = 1000
@@ -296,9 +301,10 @@ def _validate(obj: Any, node: yaml.MappingNode, path: str, file: str) -> None:
     elif isinstance(obj, OntapTarget):
         if not re.match(r"^https?://", obj.url):
             raise fail("must start with https:// (or http:// for the simulator)", "url")
-        unknown = [t for t in obj.tables if t not in DEFAULT_TABLES]
+        known = counter_tables()
+        unknown = [t for t in obj.tables if t not in known]
         if unknown:
-            raise fail(f"unknown table(s) {unknown}; known: {', '.join(DEFAULT_TABLES)}", "tables")
+            raise fail(f"unknown table(s) {unknown}; known: {', '.join(known)}", "tables")
         if obj.poll_interval < 1:
             raise fail("must be at least 1s", "poll_interval")
         if not 1 <= obj.max_records <= 10000:

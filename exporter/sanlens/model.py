@@ -141,6 +141,31 @@ class DiskStats:
 
 
 @dataclass(frozen=True, slots=True)
+class FcPortStats:
+    """One FC target port (adapter): the array side of the front end."""
+
+    cluster: str
+    node: str
+    port: str
+    speed_gbps: float | None = None  # negotiated link speed (fabric.connected_speed)
+    state: str = ""
+    read_iops: float | None = None
+    write_iops: float | None = None
+    read_bytes_s: float | None = None
+    write_bytes_s: float | None = None
+    queue_full: float | None = None  # queue-full responses in the interval
+    threshold_full: float | None = None
+    link_errors: float | None = None  # link failures, loss of signal/sync, CRC, ... in the interval
+
+    @property
+    def utilization(self) -> float | None:
+        """Busier direction over the link's data rate (FC's nominal 100 MB/s per Gbit/s)."""
+        if not self.speed_gbps or (self.read_bytes_s is None and self.write_bytes_s is None):
+            return None
+        return max(self.read_bytes_s or 0.0, self.write_bytes_s or 0.0) / (self.speed_gbps * 1e8)
+
+
+@dataclass(frozen=True, slots=True)
 class BackgroundOp:
     cluster: str
     operation: Literal["reconstruct", "resync", "recompute_parity", "volume_move"]
@@ -174,6 +199,7 @@ class OntapView:
     disks: tuple[DiskStats, ...] = ()
     aggregates: tuple[AggregateInfo, ...] = ()
     background_ops: tuple[BackgroundOp, ...] = ()
+    fc_ports: tuple[FcPortStats, ...] = ()
 
 
 # ----------------------------------------------------------------- host view

@@ -3,13 +3,46 @@
 Both are streamed line by line, so a capture of any length is read in bounded
 memory, and both yield the row model of ``sanlens.ontap.offline``.
 
+Text is decoded strictly: UTF-8 (BOM optional) or UTF-16 with a BOM (what
+Windows tools write); ``\\n``, ``\\r\\n`` and a lone ``\\r`` all end a line. Bytes
+that do not decode are a ``CaptureError`` at FILE:LINE, never replacement
+characters that would then parse as data.
+
 ``statistics show -raw`` prints one block per instance (``Object:``,
 ``Instance:``, ``Start-time:``, ``End-time:``, ``Scope:``, ``Number of
 Constituents:``) followed by a two-column ``Counter``/``Value`` table whose
-widths the dashed ruler gives. Long values wrap onto lines whose counter column
-is blank; array counters print ``-`` and then one line per element, its label
-right-aligned in the counter column. A file holds several samples when an
-instance repeats or a command's ``N entries were displayed.`` trailer closes one.
+widths the dashed ruler gives. Counter names never contain spaces; a long one
+wraps onto the next line at column 4 with nothing in the value column. Long
+values wrap onto lines whose counter column is blank. Array counters print
+``-`` and then one line per element: its label right-aligned in the counter
+column (a label too long for it starts at column 4 and runs into the value
+column; it may contain spaces) and its value as the last token.
+
+How the text maps onto rows:
+
+- ``Number of Constituents: 2 (partial_aggregation)`` keeps the row with
+  ``complete = False`` (the cooking policy decides) and stores
+  ``properties["constituents"] = "2"`` and ``properties["aggregation"]``.
+- ``properties["scope"]`` is the ``Scope:``. A node-scoped instance (its
+  ``instance_uuid`` is ``<scope>:...``, its ``node_name`` is the scope, or its
+  name is the object's, as for ``wafl``) is printed once per node under the
+  same name, so its ``row.instance`` becomes ``<scope>`` when the name is the
+  object's and ``<scope>:<name>`` otherwise, with ``properties["node"]`` the
+  scope. Other instances keep their name; if two still share it within one
+  sample, each is prefixed with its scope, or its ``instance_uuid`` when the
+  scopes agree. These names depend only on each block, so they stay stable
+  from sample to sample even when a node is missing from one.
+- A sample ends at ONTAP's ``N entries were displayed.`` trailer, or when a
+  block repeats an instance (same object, name, scope and uuid). N counts
+  counter entries (an array is one); fewer read than N means lines were lost
+  and is an error, more read is a note. A capture that ends after instance
+  blocks without the trailer is cut short and is an error, unless it holds a
+  single entry (ONTAP prints no trailer then).
+- ``Warning:``/``Info:``/``Notice:`` messages and their indented continuation
+  lines, login banners and CLI prompts are skipped. ``Error:`` messages are
+  skipped too, unless the capture holds nothing else: then the error is the
+  ``CaptureError``. Every skipped thing becomes one ``notes`` string,
+  ``FILE:LINE: why``, when the caller passes a list.
 
 ``sysstat -M`` prints a header (``ANY1+ .. AVG CPU0 .. Network Protocol ...
 Kahuna WAFL_Ex(Kahu) ... Ops/s CP``), repeated every screenful, then one line
@@ -19,6 +52,7 @@ WAFL_Ex with, in parentheses, the part of it that ran serially (Kahuna).
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import re
 from collections.abc import Iterator
@@ -28,9 +62,18 @@ from sanlens.ontap.offline import CaptureError, CounterRow, Sample
 
 _NUM = re.compile(r"^(-?\d+(?:\.\d+)?)(us|ms|s|%|b|kb|KB|MB|GB)?$")
 _HEADER = re.compile(r"^(Object|Instance|Start-time|End-time|Scope|Number of Constituents):\s*(.*)$")
-_TRAILER = re.compile(r"^\s*\d+ entries were displayed\.?\s*$")
-_COUNTER = re.compile(r"^ {4}(\S+)(?:\s+(.*?))?\s*$")
+_TRAILER = re.compile(r"^\s*(\d+) (?:entries were|entry was) displayed\.?\s*$")
 _RULER = re.compile(r"^\s*(-{3,})\s+(-{3,})\s*$")
+_NOTICE = re.compile(r"^(Warning|Error|Info|Notice): ")
+_SESSION = re.compile(
+    r"^(?:Last login time:|This is your first recorded login\.|Your privilege has changed since last login\."
+    r"|There are no entries matching your query\.|[\w.-]+::[\w*]*>(?:\s|$))"
+)
+_CONSTITUENTS = re.compile(r"^(\d+)\s*(?:\((\S+)\))?")
+_EOL = re.compile(r"\r\n|\r|\n")
+_CHUNK = 1 << 16
+_MAX_LINE = 1 << 20
+_ENCODING_NAMES = {"utf-8": "UTF-8", "utf-16-le": "UTF-16", "utf-16-be": "UTF-16"}
 
 
 def parse_cli_time(text: str) -> float | None:
@@ -48,158 +91,374 @@ def _number(text: str) -> float | None:
     return float(m[1]) if m else None
 
 
-class _Block:
-    __slots__ = ("array", "end", "last", "row", "start")
+def _encoding(head: bytes) -> tuple[str, int]:
+    """The codec and BOM length a capture's first bytes announce; UTF-8 without a BOM."""
+    if head.startswith(codecs.BOM_UTF8):
+        return "utf-8", 3
+    if head.startswith(codecs.BOM_UTF16_LE):
+        return "utf-16-le", 2
+    if head.startswith(codecs.BOM_UTF16_BE):
+        return "utf-16-be", 2
+    return "utf-8", 0
 
-    def __init__(self, table: str) -> None:
-        self.row = CounterRow(table, "")
+
+def text_head(head: bytes) -> str:
+    """The first bytes of a capture as text, for sniffing its kind (UTF-16 included)."""
+    enc, skip = _encoding(head)
+    return head[skip:].decode(enc, "replace")
+
+
+def _lines(p: Path) -> Iterator[tuple[int, str]]:
+    """(number, line) of a text capture, decoded strictly in bounded memory.
+
+    Lines are split by hand rather than by ``open(newline=None)`` so that an
+    undecodable byte is reported at its own line, not at the start of the 8 KiB
+    chunk the text layer happened to be decoding.
+    """
+    with open(p, "rb") as f:
+        enc, pos = _encoding(f.read(3))
+        f.seek(pos)
+        decoder = codecs.getincrementaldecoder(enc)("strict")
+        n, buf = 0, ""
+        while True:
+            chunk = f.read(_CHUNK)
+            pos += len(chunk)
+            try:
+                buf += decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as e:
+                good = e.object[: e.start].decode(enc, "replace")
+                line = n + 1 + len(_EOL.findall(buf + good))
+                offset = pos - len(e.object) + e.start
+                raise CaptureError(
+                    f"not {_ENCODING_NAMES[enc]} text: byte 0x{e.object[e.start]:02x} at offset {offset} "
+                    "does not decode (ONTAP text is UTF-8, or UTF-16 with a byte-order mark)",
+                    p,
+                    line,
+                ) from None
+            if chunk:
+                hold = buf.endswith("\r")  # its "\n" may open the next chunk
+                parts = _EOL.split(buf[:-1] if hold else buf)
+                buf = parts.pop() + ("\r" if hold else "")
+            else:
+                parts = _EOL.split(buf)
+                if not parts[-1]:
+                    parts.pop()
+            for part in parts:
+                n += 1
+                if "\x00" in part:
+                    raise CaptureError(
+                        "NUL bytes in the text: UTF-16 without a byte-order mark? Save it as UTF-8", p, n
+                    )
+                yield n, part
+            if not chunk:
+                return
+            if len(buf) > _MAX_LINE:
+                raise CaptureError(f"a line longer than {_MAX_LINE} characters: not a text capture", p, n + 1)
+
+
+def _node_scoped(table: str, name: str, props: dict[str, str]) -> bool:
+    scope = props.get("scope", "")
+    if not scope:
+        return False
+    return (
+        name == table
+        or props.get("instance_uuid", "").startswith(f"{scope}:")
+        or props.get("node_name") == scope
+    )
+
+
+class _Block:
+    """One instance block while its lines are read."""
+
+    __slots__ = ("array", "arrays", "end", "last", "line", "name", "prev", "row", "start")
+
+    def __init__(self, table: str, name: str, line: int) -> None:
+        self.row = CounterRow(table, name)
+        self.name = name
+        self.line = line
         self.start: float | None = None
         self.end: float | None = None
-        self.last: str | None = None  # counter whose value a wrapped line continues
+        self.last: str | None = None  # string counter whose value a wrapped line continues
         self.array: str | None = None  # array counter whose elements follow
-
-    def finish(self) -> CounterRow:
-        r = self.row
-        for name in list(r.counters):
-            v = r.counters[name]
-            if isinstance(v, list) and not v:
-                del r.counters[name]
-        # string values wrapped across lines were kept as properties; numbers as counters
-        if not r.instance:
-            r.instance = r.properties.get("instance_name", "")
-        return r
+        self.prev: str | None = None  # counter whose name a wrapped line may continue
+        self.arrays: dict[str, int] = {}  # array counter -> its line, to report one printed empty
 
 
-def iter_statistics_samples(path: str | Path) -> Iterator[Sample]:
-    """Yield one Sample per capture held in a ``statistics show -raw`` text file."""
-    p = Path(path)
-    rows: list[CounterRow] = []
-    seen: set[tuple[str, str]] = set()
-    stamp: float | None = None
-    block: _Block | None = None
-    value_col = 37
-    pending: dict[str, str] = {}  # header fields read before the first counter line
+class _StatisticsReader:
+    """The state of one ``statistics show -raw`` file; ``feed`` it lines, ``take`` finished samples."""
 
-    def close_block() -> None:
-        nonlocal block, stamp
-        if block is None:
+    def __init__(self, path: Path, notes: list[str] | None) -> None:
+        self.p = path
+        self.notes = notes
+        self.ready: list[Sample] = []
+        self.rows: list[CounterRow] = []
+        self.seen: set[tuple[str, str, str, str]] = set()
+        self.stamp: float | None = None
+        self.table = ""
+        self.block: _Block | None = None
+        self.name_col, self.value_col = 4, 37
+        self.entries = 0  # counter entries since the last trailer
+        self.open_blocks = 0  # instance blocks since the last trailer
+        self.any_block = False
+        self.error: tuple[int, str] | None = None  # the first ONTAP ``Error:`` message
+        self.notice: tuple[int, str, list[str], int] | None = None  # line, kind, text, continuation indent
+        self.n = 0
+
+    def take(self) -> list[Sample]:
+        out, self.ready = self.ready, []
+        return out
+
+    def note(self, n: int, text: str) -> None:
+        if self.notes is not None:
+            self.notes.append(f"{self.p}:{n}: {text}")
+
+    def fail(self, n: int, text: str) -> CaptureError:
+        return CaptureError(text, self.p, n)
+
+    def feed(self, n: int, raw: str) -> None:
+        self.n = n
+        line = raw.rstrip()
+        if self.notice is not None:
+            indent = self.notice[3]
+            if line.startswith(" " * indent) and line[indent : indent + 1].strip():
+                self.notice[2].append(line.strip())
+                return
+            self.close_notice()
+        if not line:
             return
-        row = block.finish()
-        key = (row.table, row.instance)
-        if key in seen:
-            raise CaptureError(f"instance {row.instance!r} twice in one sample", p)
-        seen.add(key)
-        rows.append(row)
-        t = block.end or block.start
-        if t is not None and (stamp is None or t > stamp):
-            stamp = t
-        block = None
-
-    def close_sample() -> Sample | None:
-        nonlocal rows, seen, stamp
-        close_block()
-        if not rows:
-            return None
-        s = Sample(stamp, rows)
-        rows, seen, stamp = [], set(), None
-        return s
-
-    with open(p, encoding="utf-8-sig", errors="replace") as f:
-        for n, raw in enumerate(f, start=1):
-            line = raw.rstrip("\r\n")
-            if not line.strip():
-                continue
-            if _TRAILER.match(line):
-                s = close_sample()
-                if s:
-                    yield s
-                continue
-            h = _HEADER.match(line)
-            if h:
-                key, val = h[1], h[2].strip()
-                if key == "Object":
-                    close_block()
-                    pending = {"Object": val}
-                    continue
-                if key == "Instance":
-                    table = pending.get("Object", "")
-                    if not table:
-                        raise CaptureError("'Instance:' before any 'Object:'", p, n)
-                    if (table, val) in seen:  # the same instance again: a new sample begins
-                        s = close_sample()
-                        if s:
-                            yield s
-                    block = _Block(table)
-                    block.row.instance = val
-                    continue
-                if block is None:
-                    raise CaptureError(f"{key!r} outside an instance block", p, n)
-                if key == "Start-time":
-                    block.start = parse_cli_time(val)
-                elif key == "End-time":
-                    block.end = parse_cli_time(val)
-                elif key == "Scope":
-                    block.row.properties["scope"] = val
-                else:
-                    block.row.complete = "partial" not in val.lower()
-                continue
-            if block is None:
-                if line.lstrip().startswith(("Counter", "---")) or line.startswith(("Error", "error")):
-                    if line.lower().startswith("error"):
-                        raise CaptureError(f"the capture holds an ONTAP error: {line.strip()[:120]}", p, n)
-                    continue
-                raise CaptureError(f"unexpected text outside an instance block: {line.strip()[:60]!r}", p, n)
-            stripped = line.strip()
-            ruler = _RULER.match(line)
-            if ruler:
-                value_col = ruler.start(2)
-                continue
-            if stripped.startswith("Counter") and stripped.endswith("Value"):
-                continue
-            _counter_line(block, line, value_col, p, n)
-    s = close_sample()
-    if s:
-        yield s
-
-
-def _counter_line(block: _Block, line: str, value_col: int, p: Path, n: int) -> None:
-    row = block.row
-    if len(line) > 4 and line[4] != " " and line.startswith("    "):
-        m = _COUNTER.match(line)
-        if not m:
-            raise CaptureError(f"cannot read counter line {line.strip()[:60]!r}", p, n)
-        name, text = m[1], (m[2] or "")
-        block.array = None
-        block.last = None
-        if text == "-":
-            block.array = name
-            row.counters[name] = []
-            row.labels[name] = []
+        m = _NOTICE.match(line)
+        if m:
+            self.notice = (n, m[1], [line[m.end() :].strip()], m.end())
             return
-        v = _number(text)
-        if v is None:
-            row.properties[name] = text
-            block.last = name
+        if _SESSION.match(line):
+            self.note(n, f"skipped session text: {line.strip()[:80]!r}")
+            return
+        t = _TRAILER.match(line)
+        if t:
+            self.trailer(n, int(t[1]))
+            return
+        h = _HEADER.match(line)
+        if h:
+            self.header(n, h[1], h[2].strip())
+            return
+        if self.block is None:
+            raise self.fail(n, f"unexpected text outside an instance block: {line.strip()[:60]!r}")
+        ruler = _RULER.match(line)
+        if ruler:
+            self.name_col, self.value_col = ruler.start(1), ruler.start(2)
+            return
+        if line.split() == ["Counter", "Value"]:
+            return
+        self.counter_line(n, line)
+
+    def close_notice(self) -> None:
+        if self.notice is None:
+            return
+        n, kind, parts, _ = self.notice
+        self.notice = None
+        text = " ".join(parts)
+        if kind == "Error" and self.error is None:
+            self.error = (n, text)
+        self.note(n, f"skipped ONTAP {kind.lower()}: {text}")
+
+    def header(self, n: int, key: str, val: str) -> None:
+        if key == "Object":
+            self.close_block()
+            self.table = val
+            return
+        if key == "Instance":
+            if not self.table:
+                raise self.fail(n, "'Instance:' before any 'Object:'")
+            self.close_block()
+            self.block = _Block(self.table, val, n)
+            return
+        b = self.block
+        if b is None:
+            raise self.fail(n, f"{key!r} outside an instance block")
+        props = b.row.properties
+        if key in ("Start-time", "End-time"):
+            t = parse_cli_time(val)
+            if t is None and val:
+                self.note(n, f"{key} {val!r} is not a time ONTAP prints; the block gives the sample no time")
+            if key == "Start-time":
+                b.start = t
+            else:
+                b.end = t
+        elif key == "Scope":
+            props["scope"] = val
         else:
-            row.counters[name] = v
-        return
-    head, tail = line[:value_col], line[value_col:].strip()
-    label = head.strip()
-    if label and block.array:  # an array element: label in the counter column
-        v = _number(tail)
+            m = _CONSTITUENTS.match(val)
+            props["constituents"] = m[1] if m else val
+            if m and m[2]:
+                props["aggregation"] = m[2]
+            b.row.complete = "partial" not in val.lower()
+
+    def counter_line(self, n: int, line: str) -> None:
+        b = self.block
+        assert b is not None
+        row = b.row
+        indent = len(line) - len(line.lstrip(" "))
+        tokens = line.split()
+        if indent == self.name_col:
+            if b.array and len(tokens) >= 3:  # a long array label, spaces and all, run into the value column
+                self.element(n, line, tokens)
+                return
+            if len(tokens) == 1 and b.prev is not None:  # the wrapped rest of a counter name
+                self.rename(b, b.prev + tokens[0])
+                return
+            name = tokens[0]
+            text = line[indent + len(name) :].strip()
+            if not text:
+                raise self.fail(n, f"counter {name!r} has no value")
+            self.entries += 1
+            if name in row.counters or name in row.properties:
+                self.note(n, f"{row.table} {b.name!r}: counter {name} printed twice; the later value is kept")
+                row.counters.pop(name, None)
+                row.properties.pop(name, None)
+            b.array = b.last = None
+            b.prev = name
+            if text == "-":
+                b.array = name
+                b.arrays[name] = n
+                row.counters[name] = []
+                row.labels[name] = []
+                return
+            v = _number(text)
+            if v is None:
+                row.properties[name] = text
+                b.last = name
+            else:
+                row.counters[name] = v
+            return
+        if indent > self.name_col:
+            if not line[: self.value_col].strip():  # nothing in the counter column: a wrapped value
+                if b.last is None:
+                    raise self.fail(
+                        n, f"a wrapped value with no string value before it: {line.strip()[:60]!r}"
+                    )
+                row.properties[b.last] += line.strip()
+                return
+            if b.array and len(tokens) >= 2:
+                self.element(n, line, tokens)
+                return
+        raise self.fail(n, f"cannot place this line: {line.strip()[:60]!r}")
+
+    def element(self, n: int, line: str, tokens: list[str]) -> None:
+        b = self.block
+        assert b is not None and b.array is not None
+        label = line.rsplit(None, 1)[0].strip()
+        v = _number(tokens[-1])
         if v is None:
-            raise CaptureError(f"array {block.array}: element {label!r} is not a number: {tail!r}", p, n)
-        arr = row.counters[block.array]
+            raise self.fail(n, f"array {b.array}: element {label!r} is not a number: {tokens[-1]!r}")
+        arr = b.row.counters[b.array]
         assert isinstance(arr, list)
         arr.append(v)
-        row.labels[block.array].append(label)
-        return
-    if not label and block.last:  # a wrapped string value
-        row.properties[block.last] += tail
-        return
-    if not label and block.array:  # a wrapped array label is not a thing ONTAP prints; be strict
-        raise CaptureError(f"array {block.array}: element without a label", p, n)
-    raise CaptureError(f"cannot place this line: {line.strip()[:60]!r}", p, n)
+        b.row.labels[b.array].append(label)
+        b.prev = b.last = None
+
+    @staticmethod
+    def rename(b: _Block, new: str) -> None:
+        old = b.prev
+        assert old is not None
+        row = b.row
+        for d in (row.counters, row.properties, row.labels):
+            if old in d:
+                d[new] = d.pop(old)  # type: ignore[assignment]
+        if b.array == old:
+            b.array = new
+            b.arrays[new] = b.arrays.pop(old)
+        if b.last == old:
+            b.last = new
+        b.prev = new
+
+    def close_block(self) -> None:
+        b = self.block
+        if b is None:
+            return
+        self.block = None
+        row = b.row
+        for name, line in b.arrays.items():
+            if row.counters.get(name) == []:
+                del row.counters[name], row.labels[name]
+                self.note(line, f"{row.table} {b.name!r}: array {name} printed no elements; left out")
+        props = row.properties
+        name = b.name or props.get("instance_name", "")
+        scope = props.get("scope", "")
+        row.instance = name
+        if _node_scoped(row.table, name, props):
+            props["node"] = scope
+            row.instance = scope if name == row.table else f"{scope}:{name}"
+        key = (row.table, name, scope, props.get("instance_uuid", ""))
+        if key in self.seen:  # the same instance again: a new sample begins
+            self.close_sample()
+        self.seen.add(key)
+        self.rows.append(row)
+        self.open_blocks += 1
+        self.any_block = True
+        t = b.end or b.start
+        if t is not None and (self.stamp is None or t > self.stamp):
+            self.stamp = t
+
+    def close_sample(self) -> None:
+        self.close_block()
+        if not self.rows:
+            return
+        by_name: dict[tuple[str, str], list[CounterRow]] = {}
+        for r in self.rows:
+            by_name.setdefault((r.table, r.instance), []).append(r)
+        for twins in by_name.values():
+            if len(twins) < 2:
+                continue
+            field = "scope" if len({r.properties.get("scope", "") for r in twins}) > 1 else "instance_uuid"
+            for r in twins:
+                r.instance = f"{r.properties.get(field, '')}:{r.instance}"
+        self.ready.append(Sample(self.stamp, self.rows))
+        self.rows, self.seen, self.stamp = [], set(), None
+
+    def trailer(self, n: int, shown: int) -> None:
+        self.close_block()
+        if shown > self.entries:
+            raise self.fail(
+                n,
+                f"{shown} entries were displayed but {self.entries} counter entries were read: lines are missing",
+            )
+        if shown < self.entries:
+            self.note(
+                n,
+                f"{shown} entries were displayed but {self.entries} counter entries were read; "
+                "the trailer is not trusted",
+            )
+        self.entries = self.open_blocks = 0
+        self.close_sample()
+
+    def finish(self) -> None:
+        self.close_notice()
+        self.close_block()
+        if self.error is not None and not self.any_block:
+            raise self.fail(self.error[0], f"the capture holds an ONTAP error: {self.error[1][:160]}")
+        if self.open_blocks and self.entries != 1:
+            after = f" (after ONTAP's error at line {self.error[0]})" if self.error else ""
+            raise self.fail(
+                self.n,
+                f"the capture ends without ONTAP's 'N entries were displayed.' line: it is cut short{after}",
+            )
+        self.close_sample()
+
+
+def iter_statistics_samples(path: str | Path, notes: list[str] | None = None) -> Iterator[Sample]:
+    """Yield one Sample per capture held in a ``statistics show -raw`` text file.
+
+    ``notes``, when given, receives one ``FILE:LINE: why`` string per thing
+    skipped (ONTAP warnings, banners, prompts, empty arrays, a trailer that
+    undercounts), as the file is read.
+    """
+    p = Path(path)
+    reader = _StatisticsReader(p, notes)
+    for n, line in _lines(p):
+        reader.feed(n, line)
+        yield from reader.take()
+    reader.finish()
+    yield from reader.take()
 
 
 # ------------------------------------------------------------------ sysstat -M
@@ -228,35 +487,44 @@ _SYSSTAT_DOMAINS = {
 _PCT = re.compile(r"^(\d+(?:\.\d+)?)%(?:\((\d+(?:\.\d+)?)%\))?$")
 
 
-def iter_sysstat_samples(path: str | Path, node: str | None = None) -> Iterator[Sample]:
+def iter_sysstat_samples(
+    path: str | Path, node: str | None = None, notes: list[str] | None = None
+) -> Iterator[Sample]:
     """One Sample (one row, table ``sysstat``) per interval line of ``sysstat -M`` output.
 
     Counters: ``avg`` (percent of all cores), ``cpu`` and ``any`` (arrays, labels
     ``cpu0``.. and ``any1+``..), ``domain_busy`` (array, percent of one core,
     labels ONTAP's domain names, ``wafl_exempt_kahuna`` for the parenthesised
     WAFL_Ex share), ``ops`` and ``cp``. The values are already per-interval.
+    ``notes``, when given, receives a ``FILE:LINE: why`` string per skipped
+    prompt or command line and for a skipped ``-c`` summary.
     """
     p = Path(path)
     node = node or p.stem
     header: list[str] | None = None
-    with open(p, encoding="utf-8-sig", errors="replace") as f:
-        for n, raw in enumerate(f, start=1):
-            line = raw.strip()
-            low = line.lower()
-            if low.startswith("summary"):
-                return  # the -c summary repeats the data as min/avg/max
-            if not line or line.startswith("--") or "sysstat" in low or "::>" in line or low.endswith(">"):
-                continue
-            tokens = line.split()
-            if "AVG" in tokens and any(t.upper().startswith("CPU") for t in tokens):
-                header = tokens
-                continue
-            if header is None:
-                raise CaptureError("data before the sysstat -M header (ANY1+ .. AVG CPU0 ..)", p, n)
-            cells = re.sub(r"\(\s+", "(", line).split()
-            if len(cells) != len(header):
-                raise CaptureError(f"{len(cells)} values under {len(header)} header columns", p, n)
-            yield Sample(None, [_sysstat_row(node, header, cells, p, n)])
+    for n, raw in _lines(p):
+        line = raw.strip()
+        low = line.lower()
+        if low.startswith("summary"):
+            if notes is not None:
+                notes.append(f"{p}:{n}: skipped the -c summary: it repeats the intervals as min/avg/max")
+            return
+        if not line or line.startswith("--"):
+            continue
+        if "sysstat" in low or "::>" in line or low.endswith(">"):
+            if notes is not None:
+                notes.append(f"{p}:{n}: skipped a prompt or command line: {line[:80]!r}")
+            continue
+        tokens = line.split()
+        if "AVG" in tokens and any(t.upper().startswith("CPU") for t in tokens):
+            header = tokens
+            continue
+        if header is None:
+            raise CaptureError("data before the sysstat -M header (ANY1+ .. AVG CPU0 ..)", p, n)
+        cells = re.sub(r"\(\s+", "(", line).split()
+        if len(cells) != len(header):
+            raise CaptureError(f"{len(cells)} values under {len(header)} header columns", p, n)
+        yield Sample(None, [_sysstat_row(node, header, cells, p, n)])
 
 
 def _sysstat_row(node: str, header: list[str], cells: list[str], p: Path, n: int) -> CounterRow:

@@ -17,29 +17,29 @@ from urllib.parse import quote
 from sanlens.config import OntapTarget
 from sanlens.errors import SourceError
 from sanlens.join import LunDirectory, LunIdentity
-from sanlens.model import (
-    AggregateInfo,
-    BackgroundOp,
-    DiskStats,
-    LunStats,
-    MetricBuilder,
-    NodeStats,
-    OntapVersion,
-    OntapView,
-    Snapshot,
-    VolumeStats,
-)
+from sanlens.model import MetricBuilder, MetricType, OntapVersion, Snapshot
+from sanlens.ontap.catalogue import TableDef, catalogue, unit_scale
 from sanlens.ontap.client import OntapClient, OntapNotFound
 from sanlens.ontap.inventory import Inventory, fallback_rows, fetch_dynamic, fetch_static
-from sanlens.ontap.offline import CounterRow, CounterSpec, cook_row, parse_schema_doc, rows_from_response
-from sanlens.ontap.tables import TableSpec, load_tables
+from sanlens.ontap.offline import (
+    Cooked,
+    CounterRow,
+    CounterSpec,
+    cook_row,
+    keeps_partial,
+    parse_schema_doc,
+    rows_from_response,
+)
+from sanlens.ontap.views import build_view
 
 log = logging.getLogger(__name__)
 
 INVENTORY_EVERY = 300.0  # seconds between full inventory refreshes
 COUNTER_TABLES_SINCE = (9, 11, 0)
 
-Cooked = dict[str, dict[str, float]]  # instance -> {counter or counter#label: value}
+# (counter as the row carries it, family, type, help, label names, `by` value or None for arrays, scale)
+_Emit = tuple[str, str, MetricType, str, tuple[str, ...], str | None, float]
+_NO_SCHEMA: dict[str, CounterSpec] = {}
 
 
 class OntapSource:
@@ -51,12 +51,16 @@ class OntapSource:
         self.interval = float(target.poll_interval)
         self.directory = directory
         self.client = OntapClient(target)
-        self.specs: dict[str, TableSpec] = load_tables()
+        self.specs: dict[str, TableDef] = {n: t for n, t in catalogue().items() if t.rest}
         unknown = [t for t in target.tables if t not in self.specs]
         if unknown:
             raise SourceError(
                 f"unknown counter tables {unknown}; known: {sorted(self.specs)}", reason="config"
             )
+        self.missing: dict[str, tuple[str, ...]] = {}  # table -> catalogue counters the cluster lacks
+        self._missing_logged: set[tuple[str, str, str]] = set()
+        self._emit: dict[tuple[str, int], list[_Emit]] = {}
+        self.partial: dict[str, int] = {}  # table -> rows with incomplete aggregation this poll
         self.version: OntapVersion | None = None
         self.inventory = Inventory()
         self._inventory_at = 0.0
@@ -98,13 +102,13 @@ class OntapSource:
         vol_recs = fetch_dynamic(self.client, self.inventory, self.name, with_stats=self._fallback)
         rows = self._fetch_rows(vol_recs)
         ts = time.time()
-        cooked: dict[str, Cooked] = {}
+        cooked: list[tuple[CounterRow, list[Cooked]]] = []
         interval: float | None = None
         for table, trows in rows.items():
-            cooked[table], dt = self._cook(table, trows, ts)
+            dt = self._cook(table, trows, ts, cooked)
             interval = interval or dt
         metrics = self._metrics(rows)
-        view = self._view(ts, interval, cooked, rows)
+        view = build_view(self.name, ts, interval, self.version, cooked, self.inventory)
         return Snapshot(self.name, "ontap", ts, metrics, view)
 
     def _fetch_rows(self, vol_recs: list[dict]) -> dict[str, list[CounterRow]]:
@@ -128,14 +132,27 @@ class OntapSource:
             return cached[1]
         _, specs = parse_schema_doc(self.client.get(f"/api/cluster/counter/tables/{quote(table, safe='')}"))
         self._schemas[table] = (time.time(), specs)
+        self._check_schema(table, specs)
         return specs
+
+    def _check_schema(self, table: str, schema: dict[str, CounterSpec]) -> None:
+        """Counters the catalogue wants that this cluster lacks: logged once per table and version."""
+        missing = tuple(c for c in self.specs[table].wanted if c not in schema)
+        self.missing[table] = missing
+        key = (table, str(self.version or ""), ",".join(missing))
+        if missing and key not in self._missing_logged:
+            self._missing_logged.add(key)
+            log.warning(
+                "%s: ONTAP %s counter table %s lacks %s; the metrics and diagnoses that need them stay empty",
+                self.name, self.version or "?", table, ", ".join(missing),
+            )  # fmt: skip
 
     def _table_rows(self, table: str) -> list[CounterRow]:
         schema = self._schema(table)
-        wanted = list(self.specs[table].counters)
+        wanted = [c for c in self.specs[table].wanted if c in schema]
         for c in list(wanted):
             base = schema.get(c)
-            if base and base.base and base.base not in wanted:
+            if base and base.base and base.base not in wanted and base.base in schema:
                 wanted.append(base.base)
         recs = list(
             self.client.records(
@@ -144,27 +161,53 @@ class OntapSource:
             )
         )
         rows = rows_from_response({"records": recs}, table)
+        self.partial[table] = sum(1 for r in rows if not r.complete)
         if not self.target.skip_incomplete_aggregation:
             for r in rows:
                 r.complete = True
         return rows
 
-    def _cook(self, table: str, rows: list[CounterRow], ts: float) -> tuple[Cooked, float | None]:
+    def _cook(
+        self, table: str, rows: list[CounterRow], ts: float, out: list[tuple[CounterRow, list[Cooked]]]
+    ) -> float | None:
+        """Cook ``rows`` against the previous poll into ``out``; the interval, or None on the first poll."""
         prev_ts, prev = self._prev.get(table, (None, {}))
-        self._prev[table] = (ts, {r.instance: r for r in rows if r.complete})
+        keep = keeps_partial(table)
+        self._prev[table] = (ts, {r.instance: r for r in rows if r.complete or keep})
         if prev_ts is None:
-            return {}, None
+            return None
         dt = ts - prev_ts
         schemas = {table: self._schemas[table][1]} if table in self._schemas else None
-        out: Cooked = {}
         for r in rows:
             p = prev.get(r.instance)
             if p is None:
                 continue
             vals = cook_row(p, r, dt, schemas, self.target.min_ops_for_latency)
             if vals:
-                out[r.instance] = {(c.counter + ("#" + c.label if c.label else "")): c.value for c in vals}
-        return out, dt
+                out.append((r, vals))
+        return dt
+
+    def _emit_plan(self, table: str) -> list[_Emit]:
+        """How each counter of ``table`` is exported; scales from the live schema's units."""
+        live = self._schemas[table][1] if table in self._schemas else _NO_SCHEMA
+        key = (table, id(live))
+        plan = self._emit.get(key)
+        if plan is not None:
+            return plan
+        tdef = self.specs[table]
+        names = ("cluster", *(lab.name for lab in tdef.export_labels))
+        plan = []
+        for c in tdef.counters.values():
+            if not c.metric:
+                continue
+            m = tdef.metrics[c.metric]
+            unit = live[c.name].unit if c.name in live else None
+            scale = c.export_scale if c.export_scale is not None else unit_scale(unit or c.spec.unit)
+            lnames = (*names, m.by) if m.by else names
+            plan.append((c.name, m.name, m.type, m.help, lnames, c.label if m.by else None, scale))
+        self._emit = {k: v for k, v in self._emit.items() if k[0] != table}
+        self._emit[key] = plan
+        return plan
 
     # ------------------------------------------------------------------ exposition
     def _metrics(self, rows: Mapping[str, list[CounterRow]]) -> tuple:
@@ -209,6 +252,23 @@ class OntapSource:
                   {"cluster": c, "node": i["node"], "disk": d, "aggregate": i["aggregate"],
                    "raid_group": inv.disk_raid_group.get(d, ""), "type": i["type"], "rpm": i["rpm"],
                    "container": i["container"], "state": i["state"]}, 1)  # fmt: skip
+        for table, counters in self.missing.items():
+            for counter in counters:
+                b.add("sanlens_ontap_counter_missing", "gauge",
+                      "A counter sanlens uses that the cluster's counter schema lacks (1 while missing).",
+                      {"cluster": c, "table": table, "counter": counter}, 1)  # fmt: skip
+        for table, n_partial in self.partial.items():
+            b.add("sanlens_ontap_partial_aggregation_rows", "gauge",
+                  "Counter rows whose aggregation was incomplete (a node unreachable) in the last poll.",
+                  {"cluster": c, "table": table, "policy": "keep" if keeps_partial(table) else "skip"},
+                  float(n_partial))  # fmt: skip
+        for (node, port), p in inv.fc_ports.items():
+            b.add("sanlens_ontap_fc_port_info", "gauge", "FC target port inventory and state.",
+                  {"cluster": c, "node": node, "port": port, "state": p["state"]}, 1)  # fmt: skip
+            if p["speed_gbps"]:
+                b.add("sanlens_ontap_fc_port_speed_bits_per_second", "gauge",
+                      "Negotiated FC link speed (fabric.connected_speed).",
+                      {"cluster": c, "node": node, "port": port}, p["speed_gbps"] * 1e9)  # fmt: skip
         procs_from_table = "system:node" in rows and any(
             "num_processors" in r.counters for r in rows["system:node"]
         )
@@ -218,98 +278,23 @@ class OntapSource:
                     b.add("sanlens_ontap_node_processors", "gauge", "Processors in the node.",
                           {"cluster": c, "node": node}, float(n["processors"]))  # fmt: skip
         for table, trows in rows.items():
-            spec = self.specs[table]
+            tdef = self.specs[table]
+            plan = self._emit_plan(table)
+            exported = tdef.export_labels
             for r in trows:
-                base = {"cluster": c, **spec.label_values(r)}
-                spec.emit(r, base, b)
+                vals0 = (c, *(lab.value(r.properties, r.instance) for lab in exported))
+                counters = r.counters
+                for name, fam, mtype, help_, lnames, by, scale in plan:
+                    v = counters.get(name)
+                    if v is None:
+                        continue
+                    if type(v) is list:
+                        labels = r.labels.get(name) or []
+                        for i, x in enumerate(v):
+                            lab = labels[i] if i < len(labels) else str(i)
+                            b.add_tuple(fam, mtype, help_, lnames, (*vals0, lab), x * scale)
+                    else:
+                        b.add_tuple(
+                            fam, mtype, help_, lnames, (*vals0, by) if by is not None else vals0, v * scale
+                        )  # type: ignore[operator]
         return b.build()
-
-    # ------------------------------------------------------------------ view
-    def _view(self, ts: float, interval: float | None, cooked: Mapping[str, Cooked],
-              rows: Mapping[str, list[CounterRow]]) -> OntapView:  # fmt: skip
-        c = self.name
-        inv = self.inventory
-        aggr_node = {a: i["node"] for a, i in inv.aggregates.items()}
-        props = {t: {r.instance: r.properties for r in rs} for t, rs in rows.items()}
-
-        def val(d: Mapping[str, float], k: str) -> float | None:
-            return d.get(k)
-
-        serial = {(x["svm"], x["lun"]): x for x in inv.luns}
-        luns = []
-        for inst, d in cooked.get("lun", {}).items():
-            p = props["lun"].get(inst, {})
-            svm, path = p.get("svm.name", ""), p.get("name", "")
-            meta = serial.get((svm, path), {})
-            luns.append(LunStats(c, svm, p.get("volume.name", "") or meta.get("volume", ""), path,
-                                 meta.get("serial", ""), p.get("node.name", "") or meta.get("node", ""),
-                                 val(d, "read_ops"), val(d, "write_ops"), val(d, "other_ops"),
-                                 val(d, "avg_read_latency"), val(d, "avg_write_latency"),
-                                 val(d, "read_data"), val(d, "write_data")))  # fmt: skip
-        vols = []
-        seen_vols = set()
-        for inst, d in cooked.get("volume", {}).items():
-            p = props["volume"].get(inst, {})
-            key = (p.get("svm.name", ""), p.get("name", ""))
-            seen_vols.add(key)
-            i = inv.volumes.get(key, {})
-            aggr = i.get("aggregate") or p.get("parent_aggregate", "")
-            parts = [val(d, k) for k in ("total_read_ops", "total_write_ops", "total_other_ops")]
-            total = val(d, "total_ops")
-            if total is None and any(x is not None for x in parts):
-                total = sum(x or 0.0 for x in parts)
-            vols.append(VolumeStats(c, key[0], key[1], aggr, aggr_node.get(aggr, p.get("node.name", "")),
-                                    i.get("style", ""), parts[0], parts[1], parts[2], total,
-                                    val(d, "read_latency"), val(d, "write_latency"), val(d, "average_latency"),
-                                    i.get("move_state", ""), _f(i.get("move_percent"))))  # fmt: skip
-        for key, i in inv.volumes.items():  # volumes without counters still carry move state
-            if key not in seen_vols and i.get("move_state"):
-                vols.append(VolumeStats(c, key[0], key[1], i["aggregate"], aggr_node.get(i["aggregate"], ""),
-                                        i["style"], move_state=i["move_state"], move_percent=_f(i["move_percent"])))  # fmt: skip
-        nodes = []
-        seen_nodes = set()
-        for inst, d in cooked.get("system:node", {}).items():
-            p = props["system:node"].get(inst, {})
-            name = p.get("name") or p.get("node.name") or inst
-            seen_nodes.add(name)
-            n = inv.nodes.get(name, {})
-            procs = d.get("num_processors", n.get("processors"))
-            busy = d.get("cpu_busy")
-            domains = {k.split("#", 1)[1]: v / 100.0 for k, v in d.items() if k.startswith("domain_busy#")}
-            nodes.append(NodeStats(c, name, n.get("model", ""), int(procs) if procs is not None else None,
-                                   busy / 100.0 if busy is not None else None, domains))  # fmt: skip
-        for name, n in inv.nodes.items():
-            if name not in seen_nodes:
-                procs = n.get("processors")
-                nodes.append(
-                    NodeStats(c, name, n.get("model", ""), int(procs) if procs is not None else None)
-                )
-        disks = []
-        for inst, d in cooked.get("disk:constituent", {}).items():
-            p = props["disk:constituent"].get(inst, {})
-            name = p.get("name", inst)
-            i = inv.disks.get(name, {})
-            rg = p.get("raid_group") or inv.disk_raid_group.get(name, "")
-            aggr = i.get("aggregate") or (rg.split("/")[1] if rg.count("/") >= 2 else "")
-            busy = d.get("disk_busy")
-            disks.append(DiskStats(c, name, aggr, p.get("node.name", "") or i.get("node", ""), rg,
-                                   i.get("type", ""), i.get("container", ""),
-                                   busy / 100.0 if busy is not None else None,
-                                   d.get("user_reads"), d.get("user_writes")))  # fmt: skip
-        aggrs = tuple(
-            AggregateInfo(
-                c, a, i["node"], i["disk_type"], int(i["disk_count"]) if i["disk_count"] is not None else None
-            )
-            for a, i in inv.aggregates.items()
-        )
-        moves = tuple(
-            BackgroundOp(c, "volume_move", i["aggregate"], vol, svm, percent=_f(i["move_percent"]))
-            for (svm, vol), i in inv.volumes.items()
-            if i["move_state"] and i["move_state"] not in ("done", "success", "failed", "aborted")
-        )
-        return OntapView(c, ts, interval, self.version, tuple(luns), tuple(vols), tuple(nodes), tuple(disks),
-                         aggrs, tuple(inv.raid_ops) + moves)  # fmt: skip
-
-
-def _f(x: object) -> float | None:
-    return float(x) if isinstance(x, int | float) else None

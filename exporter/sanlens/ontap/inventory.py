@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens.model import BackgroundOp
-from sanlens.ontap.client import OntapClient
+from sanlens.ontap.client import OntapClient, OntapNotFound
 from sanlens.ontap.offline import CounterRow
 
 
@@ -36,6 +36,7 @@ class Inventory:
     disks: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> info
     disk_raid_group: dict[str, str] = field(default_factory=dict)  # disk -> /aggr/plex0/rg0
     raid_ops: list[BackgroundOp] = field(default_factory=list)
+    fc_ports: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (node, port) -> info
 
 
 LUN_FIELDS = "name,uuid,serial_number,svm.name,location.volume.name,location.node.name,os_type,status.state"
@@ -46,6 +47,7 @@ VOLUME_FIELDS = (
 AGGR_FIELDS = "name,uuid,node.name,block_storage.primary.disk_type,block_storage.primary.disk_count"
 DISK_FIELDS = "name,type,rpm,container_type,aggregates.name,node.name,state"
 NODE_FIELDS = "name,uuid,model,serial_number,controller.cpu"
+FC_PORT_FIELDS = "name,node.name,enabled,state,speed.maximum,fabric.connected,fabric.connected_speed"
 
 
 def fetch_static(client: OntapClient, inv: Inventory) -> None:
@@ -131,7 +133,28 @@ def fetch_dynamic(
                                                 percent=float(_g(rg, f"{key}.percent", 0))))  # fmt: skip
     inv.raid_ops = ops
     inv.disk_raid_group = raid_of
+    inv.fc_ports = fetch_fc_ports(client)
     return vol_recs
+
+
+def fetch_fc_ports(client: OntapClient) -> dict[tuple[str, str], dict[str, Any]]:
+    """FC target ports: state and negotiated speed (Gbit/s), the front end's capacity."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    try:
+        recs = list(client.records("/api/network/fc/ports", {"fields": FC_PORT_FIELDS}))
+    except OntapNotFound:  # a cluster without FC hardware or an older release
+        return out
+    for r in recs:
+        speed = _g(r, "fabric.connected_speed", None)
+        if not isinstance(speed, int | float) or speed <= 0:
+            speed = None
+        out[(str(_g(r, "node.name")), str(r.get("name", "")))] = {
+            "state": str(r.get("state", "")),
+            "enabled": bool(r.get("enabled", True)),
+            "speed_gbps": float(speed) if speed is not None else None,
+            "max_speed_gbps": _g(r, "speed.maximum", None),
+        }
+    return out
 
 
 # ------------------------------------------------------------ pre-9.11 fallback
@@ -139,7 +162,7 @@ _KEYPERF = (("iops_raw", "ops"), ("latency_raw", "latency"), ("throughput_raw", 
 _NAMES = {
     "lun": {
         ("ops", "read"): "read_ops", ("ops", "write"): "write_ops", ("ops", "other"): "other_ops",
-        ("latency", "read"): "avg_read_latency", ("latency", "write"): "avg_write_latency",
+        ("latency", "read"): "average_read_latency", ("latency", "write"): "average_write_latency",
         ("data", "read"): "read_data", ("data", "write"): "write_data",
     },
     "volume": {

@@ -1,16 +1,19 @@
-"""Counter rows from offline ONTAP captures, and how to cook them.
+"""Counter rows, from a live poll or an offline capture, and how to cook them.
 
-A live collector reads each table's counter schema from ONTAP. Offline there is
-no cluster to ask, so this module carries the types and bases of the counters
-the diagnoses use, for ``lun``, ``volume``, ``system:node``, ``disk:constituent``,
-``fcp_lif`` and ``wafl`` (facts from ONTAP's counter catalogues; both the REST
-and the ``statistics``/ZAPI spellings). A ``counter_schemas`` JSON file given to
-``sanlens analyze`` overrides them.
+Every parser (REST rows JSON, ``statistics show -raw`` text, ``sysstat -M``)
+yields :class:`CounterRow`; :func:`cook_row` turns two of them into values. A
+counter's type, base and unit come from the cluster's own ``counter_schemas``
+when there is one (live, or a schema file given to ``sanlens analyze``), else
+from the catalogue (:mod:`sanlens.ontap.catalogue`), which knows both the REST
+and the ``statistics``/ZAPI spellings. Cooked values carry the REST name.
 
 Cooking follows the schema types: rate = Δc/Δt, average = Δc/Δbase,
-percent = 100·Δc/Δbase, delta = Δc, raw = c. Every delta is taken before any
-division; a negative delta (reset, takeover) or an incomplete aggregation drops
-the row. Microsecond averages become seconds.
+percent = 100·Δc/Δbase, delta = Δc, raw = c, and the unit's SI factor
+(microsec, millisec, kb_per_sec, mb, ...) is applied to every type but percent.
+Every delta is taken before any division. A negative delta (reset, takeover)
+drops the row; so does an incomplete aggregation, unless the table's policy
+keeps it (``system:node``: one unreachable node must not blind every other
+node's CPU view).
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from sanlens.errors import SanlensError
+from sanlens.ontap.catalogue import CounterSpec, catalogue, cooked_unit, unit_scale
 
 Value = float | list[float]
+
+__all__ = ["CaptureError", "Cooked", "CounterRow", "CounterSpec", "Sample", "cook_row"]
 
 
 class CaptureError(SanlensError):
@@ -34,16 +40,9 @@ class CaptureError(SanlensError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-@dataclass(frozen=True, slots=True)
-class CounterSpec:
-    type: str  # rate | average | percent | delta | raw
-    base: str = ""
-    unit: str = "none"  # ONTAP unit: per_sec, b_per_sec, microsec, percent, none, ...
-
-
 @dataclass(slots=True)
 class CounterRow:
-    """One instance of one counter table at one moment: the shape every offline parser yields."""
+    """One instance of one counter table at one moment: the shape every parser yields."""
 
     table: str
     instance: str
@@ -59,146 +58,49 @@ class Sample:
     rows: list[CounterRow]
 
 
-def _s(type_: str, base: str = "", unit: str = "none") -> CounterSpec:
-    return CounterSpec(type_, base, unit)
-
-
-_RATE, _BPS, _US = "per_sec", "b_per_sec", "microsec"
-
-# Ops, bytes and latency as both `lun` and `fcp_lif` name them (avg_* and average_* spellings).
-_SAN_IO: dict[str, CounterSpec] = {
-    "read_ops": _s("rate", unit=_RATE),
-    "write_ops": _s("rate", unit=_RATE),
-    "other_ops": _s("rate", unit=_RATE),
-    "total_ops": _s("rate", unit=_RATE),
-    "read_data": _s("rate", unit=_BPS),
-    "write_data": _s("rate", unit=_BPS),
-}
-for _prefix in ("avg", "average"):
-    _SAN_IO[f"{_prefix}_read_latency"] = _s("average", "read_ops", _US)
-    _SAN_IO[f"{_prefix}_write_latency"] = _s("average", "write_ops", _US)
-    _SAN_IO[f"{_prefix}_other_latency"] = _s("average", "other_ops", _US)
-    _SAN_IO[f"{_prefix}_latency"] = _s("average", "total_ops", _US)
-
-BUILTIN: dict[str, dict[str, CounterSpec]] = {
-    "lun": {
-        **_SAN_IO,
-        "queue_full": _s("rate", unit=_RATE),
-        "remote_ops": _s("rate", unit=_RATE),
-        "remote_bytes": _s("rate", unit=_BPS),
-        "read_ops_sent": _s("delta"),
-        "write_ops_sent": _s("delta"),
-        "read_align_histo": _s("percent", "read_ops_sent", "percent"),
-        "write_align_histo": _s("percent", "write_ops_sent", "percent"),
-        "read_align_histogram": _s("percent", "read_ops_sent", "percent"),
-        "write_align_histogram": _s("percent", "write_ops_sent", "percent"),
-        "read_partial_blocks": _s("percent", "read_ops", "percent"),
-        "write_partial_blocks": _s("percent", "write_ops", "percent"),
-        "unmap_reqs": _s("delta"),
-        "caw_reqs": _s("delta"),
-    },
-    "volume": {
-        "total_read_ops": _s("rate", unit=_RATE),
-        "total_write_ops": _s("rate", unit=_RATE),
-        "total_other_ops": _s("rate", unit=_RATE),
-        "total_ops": _s("rate", unit=_RATE),
-        "read_ops": _s("rate", unit=_RATE),
-        "write_ops": _s("rate", unit=_RATE),
-        "other_ops": _s("rate", unit=_RATE),
-        "bytes_read": _s("rate", unit=_BPS),
-        "bytes_written": _s("rate", unit=_BPS),
-        "read_data": _s("rate", unit=_BPS),
-        "write_data": _s("rate", unit=_BPS),
-        "read_latency": _s("average", "total_read_ops", _US),
-        "write_latency": _s("average", "total_write_ops", _US),
-        "other_latency": _s("average", "total_other_ops", _US),
-        "average_latency": _s("average", "total_ops", _US),
-        "avg_latency": _s("average", "total_ops", _US),
-    },
-    "system:node": {
-        "cpu_busy": _s("percent", "cpu_elapsed_time", "percent"),
-        "cpu_elapsed_time": _s("delta", unit=_US),
-        "domain_busy": _s("percent", "cpu_elapsed_time", "percent"),
-        "domain_shared": _s("percent", "cpu_elapsed_time", "percent"),
-        "idle": _s("percent", "cpu_elapsed_time", "percent"),
-        "num_processors": _s("raw"),
-        "total_ops": _s("rate", unit=_RATE),
-        "read_ops": _s("rate", unit=_RATE),
-        "write_ops": _s("rate", unit=_RATE),
-        "other_ops": _s("rate", unit=_RATE),
-        "fcp_ops": _s("rate", unit=_RATE),
-        "iscsi_ops": _s("rate", unit=_RATE),
-        "read_latency": _s("average", "read_ops", _US),
-        "write_latency": _s("average", "write_ops", _US),
-        "other_latency": _s("average", "other_ops", _US),
-        "total_latency": _s("average", "total_ops", _US),
-    },
-    "disk:constituent": {
-        "disk_busy": _s("percent", "base_for_disk_busy", "percent"),
-        "base_for_disk_busy": _s("delta"),
-        "io_pending": _s("average", "base_for_disk_busy"),
-        "io_queued": _s("average", "base_for_disk_busy"),
-        "total_transfers": _s("rate", unit=_RATE),
-        "user_reads": _s("rate", unit=_RATE),
-        "user_writes": _s("rate", unit=_RATE),
-        "cp_reads": _s("rate", unit=_RATE),
-        "user_read_blocks": _s("rate", unit=_RATE),
-        "user_write_blocks": _s("rate", unit=_RATE),
-        "user_read_latency": _s("average", "user_read_blocks", _US),
-        "user_write_latency": _s("average", "user_write_blocks", _US),
-        "disk_capacity": _s("raw"),
-    },
-    "fcp_lif": dict(_SAN_IO),
-    "wafl": {
-        "cp_count": _s("delta"),
-        "total_cp_msecs": _s("delta", unit="millisec"),
-        "cp_phase_times": _s("percent", "total_cp_msecs", "percent"),
-        "read_io_type": _s("percent", "read_io_type_base", "percent"),
-        "read_io_type_base": _s("delta"),
-        "wafl_memory_used": _s("raw"),
-        "wafl_memory_free": _s("raw"),
-    },
-    # nodeshell `sysstat -M`: already per-interval values
-    "sysstat": {
-        "avg": _s("raw", unit="percent"),
-        "cpu": _s("raw", unit="percent"),
-        "any": _s("raw", unit="percent"),
-        "domain_busy": _s("raw", unit="percent"),
-        "cp": _s("raw", unit="percent"),
-        "ops": _s("raw", unit=_RATE),
-    },
-}
-
-# cooked unit of each ONTAP unit, after microseconds become seconds
-COOKED_UNIT = {
-    "per_sec": "per_second",
-    "b_per_sec": "bytes_per_second",
-    "kb_per_sec": "kilobytes_per_second",
-    "microsec": "seconds",
-    "millisec": "milliseconds",
-    "percent": "percent",
-}
-
-
-def cooked_unit(spec: CounterSpec) -> str:
-    if spec.type == "percent":
-        return "percent"
-    if spec.type == "average" and spec.unit not in COOKED_UNIT:
-        return "per_op"
-    if spec.type == "delta":
-        return COOKED_UNIT.get(spec.unit, "count")
-    return COOKED_UNIT.get(spec.unit, spec.unit)
-
-
 # ----------------------------------------------------------------- cooking
 @dataclass(frozen=True, slots=True)
 class Cooked:
     table: str
     instance: str
-    counter: str
+    counter: str  # REST name
     label: str  # '' for scalar counters
     value: float
     unit: str
+
+
+# (spec, REST name, SI factor, cooked unit) per counter name as rows carry it
+_Plan = dict[str, tuple[CounterSpec, str, float, str]]
+_plans: dict[tuple[str, int], tuple[object, _Plan]] = {}
+
+
+def _plan(table: str, live: Mapping[str, CounterSpec] | None) -> _Plan:
+    key = (table, id(live))
+    hit = _plans.get(key)
+    if hit is not None and hit[0] is live:
+        return hit[1]
+    tdef = catalogue().get(table)
+    plan: _Plan = {}
+    if tdef is not None:
+        for name, spec in tdef.specs().items():
+            plan[name] = (
+                spec,
+                tdef.canonical(name),
+                unit_scale(spec.unit),
+                cooked_unit(spec.type, spec.unit),
+            )
+    for name, spec in (live or {}).items():
+        canon = tdef.canonical(name) if tdef else name
+        plan[name] = (spec, canon, unit_scale(spec.unit), cooked_unit(spec.type, spec.unit))
+    if len(_plans) > 256:
+        _plans.clear()
+    _plans[key] = (live, plan)
+    return plan
+
+
+def keeps_partial(table: str) -> bool:
+    tdef = catalogue().get(table)
+    return tdef is not None and tdef.partial_aggregation == "keep"
 
 
 def _as_list(v: Value) -> list[float]:
@@ -217,24 +119,23 @@ def cook_row(
     ``dt`` None (unknown interval) leaves rate counters out. Averages whose base
     moved by no more than ``min_ops`` are left out (no ops, no latency).
     """
-    if not (prev.complete and cur.complete):
-        return []
-    # Hot path (10,000 LUN rows a poll): table lookups hoisted, scalars without list boxing.
     table, instance = cur.table, cur.instance
-    sch = (schemas or {}).get(table) or {}
-    builtin = BUILTIN.get(table) or {}
+    if not (prev.complete and cur.complete) and not keeps_partial(table):
+        return []
+    # Hot path (10,000 LUN rows a poll): the plan is built once per table and schema.
+    plan = _plan(table, (schemas or {}).get(table))
     prev_counters, cur_counters = prev.counters, cur.counters
     out: list[Cooked] = []
     append = out.append
     for name, cv in cur_counters.items():
-        spec = sch.get(name) or builtin.get(name)
-        if spec is None:
+        entry = plan.get(name)
+        if entry is None:
             continue
+        spec, canon, scale, unit = entry
         kind = spec.type
-        unit = cooked_unit(spec)
         if kind == "raw":
             for label, x in _labelled(cur, name, cv):
-                append(Cooked(table, instance, name, label, x, unit))
+                append(Cooked(table, instance, canon, label, x * scale, unit))
             continue
         pv = prev_counters.get(name)
         if pv is None:
@@ -255,9 +156,10 @@ def cook_row(
         if kind == "rate":
             if not dt or dt <= 0:
                 continue
-            values = [d / dt for d in deltas]
+            f = scale / dt
+            values = [d * f for d in deltas]
         elif kind == "delta":
-            values = deltas
+            values = [d * scale for d in deltas] if scale != 1.0 else deltas
         else:  # average, percent
             pb, cb = prev_counters.get(spec.base), cur_counters.get(spec.base)
             if pb is None or cb is None or (type(pb) is list) != (type(cb) is list):
@@ -272,17 +174,17 @@ def cook_row(
             if kind == "average":
                 if db <= min_ops or db == 0:
                     continue
-                scale = 1e-6 / db if spec.unit == "microsec" else 1.0 / db
-                values = [d * scale for d in deltas]
+                f = scale / db
+                values = [d * f for d in deltas]
             else:
                 if db == 0:
                     continue
                 values = [100.0 * d / db for d in deltas]
         if not is_list:
-            append(Cooked(table, instance, name, "", values[0], unit))
+            append(Cooked(table, instance, canon, "", values[0], unit))
             continue
         for label, x in _labelled(cur, name, values):
-            append(Cooked(table, instance, name, label, x, unit))
+            append(Cooked(table, instance, canon, label, x, unit))
     return out
 
 
@@ -363,18 +265,28 @@ def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterR
     return rows
 
 
+def _decode(raw: bytes, p: Path, line: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CaptureError(
+            f"not UTF-8 text (byte {e.start + 1} of the line: {raw[e.start : e.start + 1]!r})", p, line
+        ) from None
+
+
 def iter_json_samples(path: str | Path) -> Iterator[Sample]:
     """One rows response per file, a JSON list of responses, or one response per line (NDJSON)."""
     p = Path(path)
-    with open(p, encoding="utf-8-sig") as f:
-        first = f.readline()
+    with open(p, "rb") as f:
+        first = _decode(f.readline().removeprefix(b"\xef\xbb\xbf"), p, 1)
         try:
             doc = json.loads(first)
         except ValueError:
             doc = None
         if isinstance(doc, Mapping):  # NDJSON: stream line by line
             yield Sample(None, rows_from_response(doc, f"{p}:1"))
-            for n, line in enumerate(f, start=2):
+            for n, raw in enumerate(f, start=2):
+                line = _decode(raw, p, n)
                 if not line.strip():
                     continue
                 try:
@@ -385,10 +297,15 @@ def iter_json_samples(path: str | Path) -> Iterator[Sample]:
                     raise CaptureError("expected a JSON object per line", p, n)
                 yield Sample(None, rows_from_response(doc, f"{p}:{n}"))
             return
+        text = [first]
+        for n, raw in enumerate(f, start=2):
+            text.append(_decode(raw, p, n))
         try:
-            doc = json.loads(first + f.read())
+            doc = json.loads("".join(text))
         except ValueError as e:
-            raise CaptureError(f"not JSON: {e}", p) from None
+            raise CaptureError(
+                f"not JSON: {e.args[0] if e.args else e}", p, getattr(e, "lineno", None)
+            ) from None
     for d in doc if isinstance(doc, list) else [doc]:
         if not isinstance(d, Mapping):
             raise CaptureError("expected JSON objects", p)

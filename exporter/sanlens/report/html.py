@@ -22,14 +22,13 @@ MAX_CHARTS = 60  # most interesting series first; the rest are in the table
 # Sources: DESIGN.md's default thresholds (data class latency 10/20 ms; serial domain
 # 50 % / 90 % of a core; disk busy 50 % as the imbalance floor).
 BANDS: list[tuple[str, str, tuple[float, float]]] = [
-    ("lun", "avg_", (0.010, 0.020)),
     ("lun", "average_", (0.010, 0.020)),
     ("volume", "read_latency", (0.010, 0.020)),
     ("volume", "write_latency", (0.010, 0.020)),
     ("volume", "average_latency", (0.010, 0.020)),
     ("system:node", "domain_busy", (50.0, 90.0)),
     ("sysstat", "domain_busy", (50.0, 90.0)),
-    ("disk:constituent", "disk_busy", (50.0, 90.0)),
+    ("disk:constituent", "disk_busy_percent", (50.0, 90.0)),
 ]
 
 CSS = """

@@ -27,17 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sanlens.model import (
-    DiskStats,
-    HostDiskStats,
-    HostView,
-    LunStats,
-    NodeStats,
-    OntapVersion,
-    OntapView,
-    Snapshot,
-    VolumeStats,
-)
+from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot
 from sanlens.ontap.cli_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.cli_text import iter_sysstat_samples
 from sanlens.ontap.offline import (
@@ -48,8 +38,10 @@ from sanlens.ontap.offline import (
     Sample,
     cook_row,
     iter_json_samples,
+    keeps_partial,
     parse_schema_doc,
 )
+from sanlens.ontap.views import build_view
 from sanlens.report.perfmon_summary import iso_utc
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)
@@ -204,19 +196,6 @@ class SeriesStats:
 
 
 # --------------------------------------------------------------------- views
-def _prop(row: CounterRow, *names: str) -> str:
-    for n in names:
-        v = row.properties.get(n)
-        if v:
-            return v
-    return ""
-
-
-def _vol_of_lun_path(path: str) -> str:
-    m = re.match(r"^/vol/([^/]+)/", path)
-    return m[1] if m else ""
-
-
 def version_from_rows(rows: Iterable[CounterRow]) -> OntapVersion | None:
     for r in rows:
         text = r.properties.get("ontap_version") or r.properties.get("version") or ""
@@ -224,102 +203,6 @@ def version_from_rows(rows: Iterable[CounterRow]) -> OntapVersion | None:
         if m:
             return OntapVersion(int(m[1]), int(m[2]), int(m[3] or 0), text.strip())
     return None
-
-
-def build_view(
-    cluster: str,
-    t: float,
-    dt: float | None,
-    cooked: list[tuple[CounterRow, list[Cooked]]],
-    version: OntapVersion | None,
-) -> OntapView:
-    """The cooked values of one interval as the OntapView the diagnoses read."""
-    luns: list[LunStats] = []
-    vols: list[VolumeStats] = []
-    nodes: list[NodeStats] = []
-    disks: list[DiskStats] = []
-    for row, values in cooked:
-        v: dict[str, float] = {}
-        arr: dict[str, dict[str, float]] = {}
-        for c in values:
-            if c.label:
-                arr.setdefault(c.counter, {})[c.label] = c.value
-            else:
-                v[c.counter] = c.value
-
-        def g(*names: str, _v: dict[str, float] = v) -> float | None:
-            for n in names:
-                if n in _v:
-                    return _v[n]
-            return None
-
-        if row.table == "lun":
-            path = _prop(row, "instance_name", "name", "path") or row.instance
-            luns.append(
-                LunStats(
-                    cluster,
-                    _prop(row, "vserver_name", "svm.name", "scope"),
-                    _prop(row, "volume", "volume.name") or _vol_of_lun_path(path),
-                    path,
-                    node=_prop(row, "node_name", "node.name"),
-                    read_iops=g("read_ops"),
-                    write_iops=g("write_ops"),
-                    other_iops=g("other_ops"),
-                    read_latency_s=g("avg_read_latency", "average_read_latency"),
-                    write_latency_s=g("avg_write_latency", "average_write_latency"),
-                    read_bytes_s=g("read_data"),
-                    write_bytes_s=g("write_data"),
-                )
-            )
-        elif row.table == "volume":
-            vols.append(
-                VolumeStats(
-                    cluster,
-                    _prop(row, "svm.name", "vserver_name", "scope"),
-                    _prop(row, "name", "instance_name") or row.instance,
-                    aggregate=_prop(row, "parent_aggregate", "aggr", "aggregate"),
-                    node=_prop(row, "node.name", "node_name"),
-                    read_iops=g("total_read_ops", "read_ops"),
-                    write_iops=g("total_write_ops", "write_ops"),
-                    other_iops=g("total_other_ops", "other_ops"),
-                    total_iops=g("total_ops"),
-                    read_latency_s=g("read_latency"),
-                    write_latency_s=g("write_latency"),
-                    avg_latency_s=g("average_latency", "avg_latency"),
-                )
-            )
-        elif row.table in ("system:node", "sysstat"):
-            busy = g("cpu_busy") if row.table == "system:node" else g("avg")
-            procs = g("num_processors")
-            if procs is None and "cpu" in arr:
-                procs = float(len(arr["cpu"]))
-            nodes.append(
-                NodeStats(
-                    cluster,
-                    _prop(row, "node.name", "node", "name", "instance_name") or row.instance,
-                    model=_prop(row, "system_model"),
-                    processors=int(procs) if procs else None,
-                    cpu_busy_ratio=None if busy is None else busy / 100.0,
-                    domain_busy={k: x / 100.0 for k, x in arr.get("domain_busy", {}).items()},
-                )
-            )
-        elif row.table == "disk:constituent":
-            busy = g("disk_busy")
-            disks.append(
-                DiskStats(
-                    cluster,
-                    _prop(row, "disk_name", "name", "instance_name") or row.instance,
-                    aggregate=_prop(row, "aggregate", "aggr_name", "aggregate.name"),
-                    node=_prop(row, "node.name", "node_name"),
-                    raid_group=_prop(row, "raid_group", "raid_name"),
-                    busy_ratio=None if busy is None else busy / 100.0,
-                    read_iops=g("user_reads"),
-                    write_iops=g("user_writes"),
-                )
-            )
-    return OntapView(
-        cluster, t, dt, version, luns=tuple(luns), volumes=tuple(vols), nodes=tuple(nodes), disks=tuple(disks)
-    )
 
 
 # ------------------------------------------------------------- ONTAP pass 2
@@ -351,7 +234,7 @@ class OntapCooker:
         self.version = version
         self.series: dict[tuple[str, str, str, str], SeriesStats] = {}
         self.warnings: list[str] = []
-        self.skipped_rows = 0
+        self.skipped: dict[str, int] = {}  # reason -> rows
         self.no_rate = False
 
     def _ordered(self) -> list[OntapInput]:
@@ -391,8 +274,10 @@ class OntapCooker:
                         else:
                             dt_view = dt
                         values = cook_row(p[0], row, dt, self.schemas)
-                        if not values and (not row.complete or not p[0].complete):
-                            self.skipped_rows += 1
+                        if not values:
+                            reason = self._skip_reason(p[0], row)
+                            if reason:
+                                self.skipped[reason] = self.skipped.get(reason, 0) + 1
                         cooked.append((row, values))
                     prev[key] = (row, t, idx)
                     t_view = t if t is not None else float(idx * (self.interval or 60.0))
@@ -417,17 +302,33 @@ class OntapCooker:
                     self.cluster,
                     "ontap",
                     t_view,
-                    view=build_view(self.cluster, t_view, dt_view, cooked, self.version),
+                    view=build_view(self.cluster, t_view, dt_view, self.version, cooked),
                 )
         if self.no_rate:
             self.warnings.append(
                 "some captures carry no usable time between samples (equal or missing timestamps): "
                 "rate counters are left out; pass --interval SECONDS to cook them"
             )
-        if self.skipped_rows:
+        if self.skipped:
             self.warnings.append(
-                f"{self.skipped_rows} row(s) skipped: incomplete aggregation or counter reset"
+                f"{sum(self.skipped.values())} row(s) skipped: "
+                + ", ".join(f"{n} {reason}" for reason, n in sorted(self.skipped.items()))
             )
+
+    @staticmethod
+    def _skip_reason(prev: CounterRow, cur: CounterRow) -> str:
+        """Why cook_row gave nothing for a row, or '' when it simply had no known counters."""
+        if not (prev.complete and cur.complete) and not keeps_partial(cur.table):
+            return "incomplete aggregation (a node was unreachable)"
+        for name, cv in cur.counters.items():
+            pv = prev.counters.get(name)
+            if pv is None:
+                continue
+            pl = pv if isinstance(pv, list) else [pv]
+            cl = cv if isinstance(cv, list) else [cv]
+            if len(pl) == len(cl) and any(c < p for c, p in zip(cl, pl, strict=True)):
+                return f"counter reset or takeover ({name} went backwards)"
+        return ""
 
 
 # --------------------------------------------------------------- PerfMon views

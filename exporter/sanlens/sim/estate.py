@@ -15,25 +15,26 @@ from typing import Any
 
 from sanlens.sim import scenarios
 from sanlens.sim.counters import CounterSet
-from sanlens.sim.world import DOMAINS, Disk, HostDisk, IoRates, Lun, Node, World
+from sanlens.sim.world import DOMAINS, Disk, HostDisk, IoRates, Lif, Lun, Node, World
 
 UPTIME_S = 3 * 86400.0  # counters start as if the system had run this long
 US = 1e6
 
 # cp_phase_times labels (WAFL consistency-point phases) and each phase's share of CP time.
 CP_PHASES = (
-    ("P2V_INO_PUB", 0.05),
-    ("P2V_INO_PRI", 0.05),
-    ("P2V_FSINFO", 0.02),
-    ("P2V_DLOG1", 0.03),
-    ("P2V_REFCOUNT", 0.05),
-    ("P2V_TOPAA", 0.05),
-    ("P2V_BM", 0.10),
-    ("P2V_SNAP", 0.05),
+    ("SETUP", 0.05),
+    ("PRE_P0", 0.02),
+    ("P1_CLEAN", 0.08),
+    ("P2V_INO", 0.05),
+    ("P2V_FSINFO", 0.03),
+    ("P2V_BM", 0.07),
     ("P2V_VOLINFO", 0.05),
+    ("P2V_CONT", 0.05),
+    ("P2A_BM", 0.10),
     ("P2_FLUSH", 0.40),
-    ("P2_FINISH", 0.10),
-    ("P4_FINISH", 0.05),
+    ("P2_FINISH", 0.05),
+    ("P3A_VOLINFO", 0.03),
+    ("P4_FINISH", 0.02),
 )
 
 
@@ -46,11 +47,24 @@ def lun_rates(io: IoRates) -> dict[str, float]:
         "total_ops": r + w + o,
         "read_data": io.read_bytes,
         "write_data": io.write_bytes,
-        "avg_read_latency": r * io.read_lat_us,
-        "avg_write_latency": w * io.write_lat_us,
-        "avg_other_latency": o * io.other_lat_us,
-        "avg_latency": r * io.read_lat_us + w * io.write_lat_us + o * io.other_lat_us,
+        "average_read_latency": r * io.read_lat_us,
+        "average_write_latency": w * io.write_lat_us,
+        "average_other_latency": o * io.other_lat_us,
+        "average_latency": r * io.read_lat_us + w * io.write_lat_us + o * io.other_lat_us,
+        # LUN alignment histograms count against the ops sent to WAFL
+        "read_ops_sent": r,
+        "write_ops_sent": w,
+        "read_align_histogram#0": 100.0 * r,
+        "write_align_histogram#0": 100.0 * w,
     }
+
+
+def fcport_rates(x: Lif) -> dict[str, float]:
+    out = lun_rates(x.io)
+    out["total_data"] = x.io.read_bytes + x.io.write_bytes
+    out["queue_full"] = x.queue_full
+    out["threshold_full"] = 0.5 * x.queue_full
+    return out
 
 
 def volume_rates(io: IoRates) -> dict[str, float]:
@@ -83,12 +97,24 @@ def node_rates(n: Node) -> dict[str, float]:
         "total_processor_busy": busy / 100.0 * US,
         "total_processor_busy_time": busy / 100.0 * US,
         "cpu_elapsed_time": US,
+        "cp_time": 0.05 * US,
         "idle_time": max(0.0, n.cpus * 100.0 - busy) / 100.0 * US,
         "total_ops": n.total_ops,
         "read_ops": n.read_ops,
         "write_ops": n.write_ops,
         "other_ops": max(0.0, n.total_ops - n.read_ops - n.write_ops),
         "fcp_ops": n.total_ops,
+        "read_latency": n.read_ops * 500.0,
+        "write_latency": n.write_ops * 300.0,
+        "other_latency": max(0.0, n.total_ops - n.read_ops - n.write_ops) * 100.0,
+        "total_latency": n.read_ops * 500.0 + n.write_ops * 300.0,
+        "read_data": n.read_ops * 8192.0,
+        "write_data": n.write_ops * 8192.0,
+        "total_data": n.total_ops * 8192.0,
+        "disk_data_read": n.read_ops * 8.0 * 0.3,
+        "disk_data_written": n.write_ops * 8.0 * 1.2,
+        "fcp_data_received": n.write_ops * 8.0,
+        "fcp_data_sent": n.read_ops * 8.0,
     }
     for d in DOMAINS:
         pct = max(0.0, n.cpus * 100.0 - busy) if d == "idle" else n.domains.get(d, 0.0)
@@ -99,23 +125,40 @@ def node_rates(n: Node) -> dict[str, float]:
 def disk_rates(d: Disk) -> dict[str, float]:
     t = d.transfers
     return {
-        "disk_busy": d.busy * US,
+        "disk_busy_percent": d.busy * US,
         "base_for_disk_busy": US,
-        "total_transfers": t,
-        "user_reads": 0.6 * t,
-        "user_writes": 0.4 * t,
-        "user_read_blocks": 0.6 * t * 2,
-        "user_write_blocks": 0.4 * t * 16,
+        "io_pending": d.busy * 2.0 * US,
+        "io_queued": d.busy * 0.5 * US,
+        "total_transfer_count": t,
+        "total_data": t * 32768.0,
+        "user_read_count": 0.6 * t,
+        "user_write_count": 0.4 * t,
+        "user_read_block_count": 0.6 * t * 2,
+        "user_write_block_count": 0.4 * t * 16,
         "user_read_latency": 0.6 * t * 2 * (300.0 if d.type == "ssd" else 4000.0),
         "user_write_latency": 0.4 * t * 16 * (50.0 if d.type == "ssd" else 900.0),
+        "cp_read_count": 0.05 * t,
+        "cp_read_blocks": 0.05 * t * 8,
+        "cp_read_latency": 0.05 * t * 8 * (200.0 if d.type == "ssd" else 2500.0),
     }
 
 
 def wafl_rates(n: Node) -> dict[str, float]:
     cp_ms = 150.0 + 0.01 * n.total_ops  # milliseconds of CP work per second
-    out = {"cp_count": 0.1 + n.total_ops / 200000.0, "total_cp_msecs": cp_ms}
+    cps = 0.1 + n.total_ops / 200000.0
+    out = {"total_cp_msecs": cp_ms, "cpu_elapsed_time": US, "total_cp_util": cp_ms * 1000.0}
+    out["cp_count#wafl_timer generated CP"] = 0.1
+    out["cp_count#full NV-log generated CP"] = cps - 0.1
     for label, share in CP_PHASES:
         out[f"cp_phase_times#{label}"] = share * cp_ms
+    reads = n.read_ops
+    out["read_io_type_base"] = reads
+    out["read_io_type#cache"] = 0.7 * reads
+    out["read_io_type#disk"] = 0.3 * reads
+    out["reads_from_cache"] = 0.7 * reads
+    out["reads_from_disk"] = 0.3 * reads
+    out["msg_total"] = 50.0 * n.total_ops
+    out["average_msg_latency"] = 50.0 * n.total_ops * 0.02
     return out
 
 
@@ -152,6 +195,7 @@ KINDS: dict[str, Kind] = {
     "node": Kind(lambda w: w.nodes, lambda x: x.name, node_rates),
     "disk": Kind(lambda w: [d for a in w.aggregates for d in a.disks], lambda x: x.name, disk_rates),
     "lif": Kind(lambda w: w.lifs, lambda x: f"{x.svm}:{x.name}", lambda x: lun_rates(x.io)),
+    "fcport": Kind(lambda w: w.lifs, lambda x: f"{x.node}:{x.port}", fcport_rates),
     "wafl": Kind(lambda w: w.nodes, lambda x: x.name, wafl_rates),
     "hostdisk": Kind(
         lambda w: [(h.name, d) for h in w.hosts for d in h.disks],

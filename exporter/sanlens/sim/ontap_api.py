@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sanlens.sim.estate import CP_PHASES, Estate
+from sanlens.ontap.catalogue import CounterDef, TableDef, catalogue
+from sanlens.sim.estate import CP_PHASES, UPTIME_S, Estate
 from sanlens.sim.world import DOMAINS, Aggregate, Disk, Lif, Lun, Node, Volume, World, stable_uuid
 
 COUNTER_TABLES_SINCE = (9, 11, 0)
@@ -38,57 +39,22 @@ def not_found(what: str) -> ApiError:
     return ApiError(404, f'entry doesn\'t exist: "{what}"', "4")
 
 
-# ------------------------------------------------------------------ counter schemas
-@dataclass(frozen=True)
-class C:
-    """One counter schema: ONTAP name, type, unit, denominator, description; ``labels`` for arrays."""
-
-    name: str
-    type: str
-    unit: str
-    desc: str
-    denominator: str | None = None
-    labels: tuple[str, ...] = ()
-
-
-def _rate(name: str, desc: str, unit: str = "per_sec") -> C:
-    return C(name, "rate", unit, desc)
-
-
-def _avg(name: str, base: str, desc: str) -> C:
-    return C(name, "average", "microsec", desc, base)
-
-
-def _io_counters(
-    ops: tuple[str, str, str, str], data: tuple[str, str], lat: tuple[str, str, str, str]
-) -> list[C]:
-    r, w, o, t = ops
-    return [
-        _rate(r, "Number of read operations per second"),
-        _rate(w, "Number of write operations per second"),
-        _rate(o, "Number of other operations per second"),
-        _rate(t, "Total number of operations per second"),
-        _rate(data[0], "Bytes read per second", "b_per_sec"),
-        _rate(data[1], "Bytes written per second", "b_per_sec"),
-        _avg(lat[0], r, "Average read latency in microseconds"),
-        _avg(lat[1], w, "Average write latency in microseconds"),
-        _avg(lat[2], o, "Average latency of other operations in microseconds"),
-        _avg(lat[3], t, "Average latency of all operations in microseconds"),
-    ]
-
-
+# ------------------------------------------------------------------ counter tables
 @dataclass(frozen=True)
 class Table:
-    name: str
-    description: str
+    """How one catalogue table maps onto the simulated world: its objects, row ids and properties."""
+
+    tdef: TableDef
     kind: str  # Estate counter kind
-    counters: list[C]
-    properties: list[tuple[str, str]]
     objects: Callable[[World], list[Any]]
     key: Callable[[Any], str]
     row_id: Callable[[World, Any], str]
-    props: Callable[[World, Any], list[tuple[str, Any]]]
+    props: Callable[[World, Any], dict[str, Any]]
     raw: Callable[[Any], dict[str, float]] = field(default=lambda o: {})
+
+    @property
+    def name(self) -> str:
+        return self.tdef.table
 
 
 def _svm_uuid(w: World, svm: str) -> str:
@@ -99,272 +65,150 @@ def _node_uuid(w: World, node: str) -> str:
     return stable_uuid(w.cluster, node)
 
 
-def _lun_props(w: World, x: Lun) -> list[tuple[str, Any]]:
-    return [
-        ("node.name", x.node),
-        ("svm.name", x.svm),
-        ("svm.uuid", _svm_uuid(w, x.svm)),
-        ("volume.name", x.volume),
-        ("name", x.path),
-        ("uuid", x.uuid),
-    ]
+def _disk_uid(d: Disk) -> str:
+    h = d.uid.replace("-", "").upper()
+    return ":".join(h[i : i + 8] for i in range(0, 32, 8))
 
 
-def _vol_props(w: World, x: Volume) -> list[tuple[str, Any]]:
-    return [
-        ("node.name", x.node),
-        ("node.uuid", _node_uuid(w, x.node)),
-        ("svm.name", x.svm),
-        ("svm.uuid", _svm_uuid(w, x.svm)),
-        ("parent_aggregate", x.aggregate),
-        ("name", x.name),
-        ("uuid", x.uuid),
-    ]
+def _lun_props(w: World, x: Lun) -> dict[str, Any]:
+    return {
+        "name": x.path,
+        "svm.name": x.svm,
+        "svm.uuid": _svm_uuid(w, x.svm),
+        "volume.name": x.volume,
+        "node.name": x.node,
+        "uuid": x.uuid,
+    }
 
 
-def _node_props(w: World, n: Node) -> list[tuple[str, Any]]:
-    return [
-        ("node.name", n.name),
-        ("system_model", n.model),
-        ("ontap_version", version_full(w)),
-        ("serial_no", n.serial),
-        ("hostname", n.name),
-        ("name", n.name),
-        ("uuid", n.uuid),
-    ]
+def _vol_props(w: World, x: Volume) -> dict[str, Any]:
+    return {
+        "node.name": x.node,
+        "node.uuid": _node_uuid(w, x.node),
+        "svm.name": x.svm,
+        "svm.uuid": _svm_uuid(w, x.svm),
+        "parent_aggregate": x.aggregate,
+        "name": x.name,
+        "uuid": x.uuid,
+    }
 
 
-def _disk_props(w: World, d: Disk) -> list[tuple[str, Any]]:
-    return [
-        ("node.name", d.node),
-        ("node.uuid", _node_uuid(w, d.node)),
-        ("name", d.name),
-        ("raid_group", d.raid_group),
-        ("raid_type", "raid_dp"),
-        ("disk_speed", d.rpm),
-        ("physical_disk_name", d.name),
-    ]
+def _node_props(w: World, n: Node) -> dict[str, Any]:
+    return {
+        "node.name": n.name,
+        "system_model": n.model,
+        "ontap_version": version_full(w),
+        "serial_no": n.serial,
+        "system_id": n.serial[-10:],
+        "hostname": n.name,
+        "name": n.name,
+        "uuid": n.uuid,
+    }
 
 
-def _lif_props(w: World, x: Lif) -> list[tuple[str, Any]]:
-    return [
-        ("node.name", x.node),
-        ("svm.name", x.svm),
-        ("port.name", x.name.rsplit("_", 1)[-1] + "a"),
-        ("name", x.name),
-    ]
+def _disk_props(w: World, d: Disk) -> dict[str, Any]:
+    return {
+        "node.name": d.node,
+        "node.uuid": _node_uuid(w, d.node),
+        "name": d.name,
+        "physical_disk_id": _disk_uid(d),
+        "physical_disk_name": d.name,
+        "raid_group": d.raid_group,
+        "raid.type": "raid_dp",
+        "speed": d.rpm,
+    }
 
 
-TABLES: dict[str, Table] = {
-    t.name: t
-    for t in (
+def _lif_props(w: World, x: Lif) -> dict[str, Any]:
+    return {"node.name": x.node, "svm.name": x.svm, "port.id": f"{x.node}:{x.port}", "name": x.name}
+
+
+def _fcport_props(w: World, x: Lif) -> dict[str, Any]:
+    return {
+        "node.name": x.node,
+        "node.uuid": _node_uuid(w, x.node),
+        "name": x.port,
+        "link.speed": x.speed_gbps,
+    }
+
+
+def _tables() -> dict[str, Table]:
+    cat = catalogue()
+    specs = (
         Table(
+            cat["lun"],
             "lun",
-            "The LUN table reports activity and performance of SCSI LUNs.",
-            "lun",
-            _io_counters(
-                ("read_ops", "write_ops", "other_ops", "total_ops"),
-                ("read_data", "write_data"),
-                ("avg_read_latency", "avg_write_latency", "avg_other_latency", "avg_latency"),
-            ),
-            [
-                ("node.name", "Node"),
-                ("svm.name", "SVM"),
-                ("svm.uuid", "SVM UUID"),
-                ("volume.name", "Volume"),
-                ("name", "LUN path"),
-                ("uuid", "LUN UUID"),
-            ],
             lambda w: w.luns,
             lambda x: x.key,
-            lambda w, x: f"{x.svm}:{x.path}",
+            lambda w, x: f"{x.path}:{x.uuid}",
             _lun_props,
         ),
         Table(
+            cat["volume"],
             "volume",
-            "Counter Manager table for exporting volume performance counters.",
-            "volume",
-            [
-                *_io_counters(
-                    ("total_read_ops", "total_write_ops", "total_other_ops", "total_ops"),
-                    ("bytes_read", "bytes_written"),
-                    ("read_latency", "write_latency", "other_latency", "average_latency"),
-                ),
-                _rate("fcp.read_ops", "Number of block protocol read operations per second from the volume"),
-                _rate("fcp.write_ops", "Number of block protocol write operations per second to the volume"),
-                _rate("fcp.read_data", "Bytes read per second via block protocol", "b_per_sec"),
-                _rate("fcp.write_data", "Bytes written per second via block protocol", "b_per_sec"),
-                _avg("fcp.read_latency", "fcp.read_ops", "Average time to process FCP read operations"),
-                _avg("fcp.write_latency", "fcp.write_ops", "Average time to process FCP write operations"),
-            ],
-            [
-                ("node.name", "Name of the Node"),
-                ("node.uuid", "UUID for the node"),
-                ("svm.name", "SVM name"),
-                ("svm.uuid", "SVM UUID"),
-                ("parent_aggregate", "The name of the aggregate hosting this volume"),
-                ("name", "This is the name of the volume counter row"),
-                ("uuid", "DSID/MSID of this volume row"),
-            ],
             lambda w: w.volumes,
             lambda x: f"{x.svm}:{x.name}",
             lambda w, x: f"{x.node}:{x.svm}:{x.name}:{x.uuid}",
             _vol_props,
         ),
         Table(
-            "system:node",
-            "The System table reports general system activity, per node.",
+            cat["system:node"],
             "node",
-            [
-                C(
-                    "cpu_busy",
-                    "percent",
-                    "percent",
-                    "System CPU resource utilization (average over processors)",
-                    "cpu_elapsed_time",
-                ),
-                C("cpu_elapsed_time", "delta", "microsec", "Elapsed time since boot"),
-                C(
-                    "average_processor_busy_percent",
-                    "percent",
-                    "percent",
-                    "Average processor utilization across active processors in the system",
-                    "cpu_elapsed_time",
-                ),
-                C(
-                    "total_processor_busy",
-                    "percent",
-                    "percent",
-                    "Total processor utilization of active processors in the system",
-                    "cpu_elapsed_time",
-                ),
-                C(
-                    "total_processor_busy_time",
-                    "delta",
-                    "microsec",
-                    "Total processor time of active processors in the system",
-                ),
-                C("idle_time", "delta", "microsec", "Processor idle time"),
-                C(
-                    "domain_busy",
-                    "percent",
-                    "percent",
-                    "Array of processor time in percentage spent in various domains",
-                    "cpu_elapsed_time",
-                    DOMAINS,
-                ),
-                C("num_processors", "raw", "none", "Total number of processors in the system"),
-                _rate("total_ops", "Total number of operations per second"),
-                _rate("read_ops", "Read operations per second"),
-                _rate("write_ops", "Write operations per second"),
-                _rate("other_ops", "All other operations per second"),
-                _rate("fcp_ops", "Number of FCP operations per second"),
-            ],
-            [
-                ("node.name", "Node name"),
-                ("system_model", "System model"),
-                ("ontap_version", "ONTAP version"),
-                ("serial_no", "Serial number"),
-                ("hostname", "Host name"),
-                ("name", "Node name"),
-                ("uuid", "Node UUID"),
-            ],
             lambda w: w.nodes,
             lambda x: x.name,
             lambda w, x: f"{x.name}:{x.uuid}",
             _node_props,
-            lambda n: {"num_processors": float(n.cpus)},
+            lambda n: {"num_processors": float(n.cpus), "memory": 131072.0, "uptime": UPTIME_S, "time": 0.0},
         ),
         Table(
-            "disk:constituent",
-            "The disk:constituent table reports activity of the disks (constituents) of aggregates.",
+            cat["disk:constituent"],
             "disk",
-            [
-                C(
-                    "disk_busy",
-                    "percent",
-                    "percent",
-                    "The utilization percent of the disk",
-                    "base_for_disk_busy",
-                ),
-                C("base_for_disk_busy", "delta", "none", "Base for disk_busy calculation"),
-                _rate(
-                    "total_transfers", "Total number of disk operations involving data transfer per second"
-                ),
-                _rate("user_reads", "Number of disk read operations initiated each second for user data"),
-                _rate("user_writes", "Number of disk write operations initiated each second for user data"),
-                _rate("user_read_blocks", "Number of blocks transferred for user read operations per second"),
-                _rate(
-                    "user_write_blocks", "Number of blocks transferred for user write operations per second"
-                ),
-                _avg(
-                    "user_read_latency",
-                    "user_read_blocks",
-                    "Average latency per block in microseconds for user read operations",
-                ),
-                _avg(
-                    "user_write_latency",
-                    "user_write_blocks",
-                    "Average latency per block in microseconds for user write operations",
-                ),
-            ],
-            [
-                ("node.name", "Node"),
-                ("node.uuid", "Node UUID"),
-                ("name", "Disk name"),
-                ("raid_group", "RAID group path /aggregate/plex/rg"),
-                ("raid_type", "RAID type"),
-                ("disk_speed", "Disk RPM"),
-                ("physical_disk_name", "Physical disk name"),
-            ],
             lambda w: [d for a in w.aggregates for d in a.disks],
             lambda x: x.name,
-            lambda w, x: f"{x.node}:{x.name}",
+            lambda w, x: f"{x.node}:{x.name}:{_disk_uid(x)}",
             _disk_props,
+            lambda d: {"capacity": 915715.0 if d.type == "ssd" else 1144641.0},
         ),
         Table(
-            "fcp_lif",
-            "The fcp_lif table reports activity of the FC logical interfaces.",
+            cat["fcp_lif"],
             "lif",
-            _io_counters(
-                ("read_ops", "write_ops", "other_ops", "total_ops"),
-                ("read_data", "write_data"),
-                ("avg_read_latency", "avg_write_latency", "avg_other_latency", "avg_latency"),
-            ),
-            [
-                ("node.name", "Node"),
-                ("svm.name", "SVM"),
-                ("port.name", "Physical port"),
-                ("name", "LIF name"),
-            ],
             lambda w: w.lifs,
             lambda x: f"{x.svm}:{x.name}",
             lambda w, x: f"{x.svm}:{x.name}",
             _lif_props,
         ),
         Table(
+            cat["fcp"],
+            "fcport",
+            lambda w: w.lifs,
+            lambda x: f"{x.node}:{x.port}",
+            lambda w, x: f"{x.node}:{x.port}",
+            _fcport_props,
+        ),
+        Table(
+            cat["wafl"],
             "wafl",
-            "The WAFL table reports WAFL consistency point activity, per node.",
-            "wafl",
-            [
-                C("cp_count", "delta", "none", "Number of consistency points"),
-                C("total_cp_msecs", "delta", "millisec", "Milliseconds spent in consistency points"),
-                C(
-                    "cp_phase_times",
-                    "delta",
-                    "millisec",
-                    "Array of milliseconds spent in each CP phase",
-                    labels=tuple(label for label, _ in CP_PHASES),
-                ),
-            ],
-            [("node.name", "Node"), ("name", "Node name")],
             lambda w: w.nodes,
             lambda x: x.name,
-            lambda w, x: x.name,
-            lambda w, x: [("node.name", x.name), ("name", x.name)],
+            lambda w, x: f"{x.name}:kernel:wafl",
+            lambda w, x: {"node.name": x.name, "name": "wafl"},
+            lambda n: {"memory_free": 56683.0, "memory_used": 4280.0},
         ),
     )
-}
+    missing = [n for n, t in cat.items() if t.rest and n not in {t.name for t in specs}]
+    assert not missing, f"catalogue tables the simulator does not serve: {missing}"
+    return {t.name: t for t in specs}
+
+
+TABLES: dict[str, Table] = _tables()
+
+
+def _labels(table: Table, c: CounterDef) -> tuple[str, ...]:
+    if c.name == "domain_busy" and table.name == "system:node":
+        return DOMAINS  # the simulated release's domains
+    if c.name == "cp_phase_times":
+        return tuple(label for label, _ in CP_PHASES)
+    return c.labels
 
 
 def version_full(w: World) -> str:
@@ -379,18 +223,24 @@ def has_counter_tables(w: World) -> bool:
 def schema(w: World, name: str) -> Json:
     table = _table(w, name)
     schemas: list[Json] = [
-        {"name": p, "description": d, "type": "string", "unit": "none"} for p, d in table.properties
+        {"name": p, "description": f"Property {p}", "type": "string", "unit": "none"}
+        for p in table.tdef.properties
     ]
-    for c in table.counters:
-        s: Json = {"name": c.name, "description": c.desc, "type": c.type, "unit": c.unit}
-        if c.denominator:
-            s["denominator"] = {"name": c.denominator}
-        schemas.append(s)
+    for c in table.tdef.counters.values():
+        s: Json = {
+            "name": c.name,
+            "description": f"{c.name} ({c.spec.type}, {c.spec.unit})",
+            "type": c.spec.type,
+            "unit": c.spec.unit,
+        }
+        if c.spec.base:
+            s["denominator"] = {"name": c.spec.base}
+        schemas.append(s)  # array labels come with the rows, as ONTAP's do
     schemas.sort(key=lambda s: s["name"])
     href = f"/api/cluster/counter/tables/{urllib.parse.quote(name, safe='')}"
     return {
         "name": name,
-        "description": table.description,
+        "description": f"The {name} counter table.",
         "counter_schemas": schemas,
         "_links": {"self": {"href": href}},
     }
@@ -411,6 +261,7 @@ def table_list(w: World) -> list[Json]:
     return [
         {
             "name": n,
+            "description": f"The {n} counter table.",
             "_links": {"self": {"href": f"/api/cluster/counter/tables/{urllib.parse.quote(n, safe='')}"}},
         }
         for n in TABLES
@@ -434,40 +285,61 @@ def _quote_id(rid: str) -> str:
 
 
 def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: list[Any]) -> list[Json]:
-    """The rows of ``page`` (objects of the table) at time ``t``."""
+    """The rows of ``page`` (objects of the table) at time ``t``.
+
+    Counters the scenarios do not drive still grow plausibly: rates and deltas at a
+    steady pace, averages at 100 µs per op of their base, percents at 5 % of it.
+    """
     table = _table(w, name)
     cs = estate.counters[table.kind]
-    wanted = [c for c in table.counters if opts.counters is None or c.name in opts.counters]
-    # column plan, once per request: (name, scalar column or None, array columns, labels)
-    plan = [
-        (c.name, cs.col.get(c.name), [cs.col[f"{c.name}#{lb}"] for lb in c.labels], list(c.labels))
-        for c in wanted
-    ]
+    wanted = [c for c in table.tdef.counters.values() if opts.counters is None or c.name in opts.counters]
+    plan = []
+    for c in wanted:
+        labels = _labels(table, c)
+        cols = [cs.col.get(f"{c.name}#{lb}") for lb in labels]
+        base = table.tdef.counters.get(c.spec.base)
+        plan.append((c, cs.col.get(c.name), cols, list(labels), cs.col.get(base.name) if base else None))
     prefix = f"/api/cluster/counter/tables/{urllib.parse.quote(name, safe='')}/rows/"
     zeros = [0.0] * len(cs.names)
+    clock = t - estate.started + UPTIME_S  # seconds of simulated uptime
     out: list[Json] = []
     for i, obj in enumerate(page):
         rid = table.row_id(w, obj)
         rec: Json = {"counter_table": {"name": name}, "id": rid}
         if opts.with_properties:
-            rec["properties"] = [{"name": k, "value": str(v)} for k, v in table.props(w, obj)]
+            rec["properties"] = [{"name": k, "value": str(v)} for k, v in table.props(w, obj).items()]
         if opts.with_counters:
             idx = cs.index.get(table.key(obj))
             vals = cs.row(idx, t) if idx is not None else zeros
             raw = table.raw(obj)
             counters: list[Json] = []
-            for cname, j, cols, labels in plan:
-                if labels:
-                    counters.append({"name": cname, "values": [int(vals[k]) for k in cols], "labels": labels})
-                elif cname in raw:
-                    counters.append({"name": cname, "value": int(raw[cname])})
+            for c, j, cols, labels, jb in plan:
+                if c.spec.type == "raw":
+                    v = raw.get(c.name, 0.0)
+                elif j is not None:
+                    v = vals[j]
                 else:
-                    counters.append({"name": cname, "value": int(vals[j]) if j is not None else 0})
+                    v = _filler(c.spec.type, vals[jb] if jb is not None else clock)
+                if labels:
+                    per = [vals[k] if k is not None else 0.0 for k in cols]
+                    if not any(per) and j is None:
+                        per = [v if n == 0 else 0.0 for n in range(len(labels))]
+                    counters.append({"name": c.name, "values": [int(x) for x in per], "labels": labels})
+                else:
+                    counters.append({"name": c.name, "value": int(v)})
             rec["counters"] = counters
         rec["aggregation"] = {"count": 2, "complete": not opts.incomplete(i)}
         rec["_links"] = {"self": {"href": prefix + _quote_id(rid)}}
         out.append(rec)
     return out
+
+
+def _filler(kind: str, base: float) -> float:
+    if kind == "average":
+        return 100.0 * base
+    if kind == "percent":
+        return 0.05 * base
+    return base  # rate, delta: one a second of uptime
 
 
 # ------------------------------------------------------------------ inventory collections
@@ -499,9 +371,9 @@ LUN_STATS = (
     "read_ops",
     "write_ops",
     "other_ops",
-    "avg_read_latency",
-    "avg_write_latency",
-    "avg_other_latency",
+    "average_read_latency",
+    "average_write_latency",
+    "average_other_latency",
     "read_data",
     "write_data",
 )
@@ -545,6 +417,15 @@ def node_records(estate: Estate, w: World, page: list[Node], t: float) -> list[J
                     "cpu": {"count": n.cpus, "processor": "Intel(R) Xeon(R) Silver 4210 CPU @ 2.20GHz"}
                 },
                 "version": cluster_record(w)["version"],
+                "uptime": int(UPTIME_S + t - estate.started),
+                "ha": {
+                    "enabled": len(w.nodes) > 1,
+                    "partners": [
+                        {"name": p.name, "uuid": p.uuid}
+                        for p in w.nodes
+                        if p.name != n.name and w.nodes.index(p) // 2 == w.nodes.index(n) // 2
+                    ],
+                },
                 "statistics": {
                     "timestamp": iso(t),
                     "status": "ok",
@@ -700,12 +581,56 @@ def disk_records(w: World, page: list[Disk]) -> list[Json]:
             "node": {"name": d.node, "uuid": _node_uuid(w, d.node)},
             "home_node": {"name": d.node, "uuid": _node_uuid(w, d.node)},
             "state": "spare" if d.container_type == "spare" else d.state,
+            "shelf": {"uid": stable_uuid(w.cluster, "shelf", d.node)[:16]},
+            "bay": _bay(d.name),
+            "usable_size": 960197124096 if d.type == "ssd" else 1200000000000,
         }
         if d.aggregate:
             rec["aggregates"] = [{"name": d.aggregate, "uuid": aggr_uuid.get(d.aggregate, "")}]
         rec["_links"] = {"self": {"href": f"/api/storage/disks/{d.name}"}}
         out.append(rec)
     return out
+
+
+def fc_port_records(w: World, page: list[Lif]) -> list[Json]:
+    """``/api/network/fc/ports``: one FC target port per simulated FC LIF."""
+    out = []
+    for x in page:
+        uuid = stable_uuid(w.cluster, "fcport", x.node, x.port)
+        out.append(
+            {
+                "uuid": uuid,
+                "name": x.port,
+                "node": {"name": x.node, "uuid": _node_uuid(w, x.node)},
+                "description": f"Fibre Channel Target Adapter {x.port} (QLogic 2742 (2742), rev. 2, 32G)",
+                "enabled": True,
+                "state": "online",
+                "physical_protocol": "fibre_channel",
+                "supported_protocols": ["fcp"],
+                "speed": {"configured": "auto", "maximum": "32"},
+                "wwnn": "20:00:00:50:56:b4:" + uuid[-5:-3] + ":" + uuid[-2:],
+                "wwpn": "20:01:00:50:56:b4:" + uuid[-5:-3] + ":" + uuid[-2:],
+                "fabric": {
+                    "connected": True,
+                    "connected_speed": x.speed_gbps,
+                    "name": "20:00:00:05:33:a1:b2:c3",
+                    "port_address": "10100",
+                    "switch_port": f"brocade1:{x.port}",
+                },
+                "transceiver": {
+                    "form_factor": "SFP",
+                    "manufacturer": "FINISAR CORP",
+                    "capabilities": [8, 16, 32],
+                },
+                "_links": {"self": {"href": f"/api/network/fc/ports/{uuid}"}},
+            }
+        )
+    return out
+
+
+def _bay(name: str) -> int:
+    tail = name.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def svm_records(w: World, page: list[str]) -> list[Json]:

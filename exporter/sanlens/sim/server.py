@@ -27,7 +27,7 @@ from sanlens.sim.estate import Estate
 from sanlens.sim.faults import FaultError, FaultState
 from sanlens.sim.ontap_api import ApiError, Json, RowOptions
 from sanlens.sim.scenarios import KnobError
-from sanlens.sim.world import World
+from sanlens.sim.world import World, stable_uuid
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +350,10 @@ class _Handler(BaseHTTPRequestHandler):
             items, build = w.aggregates, lambda page: ontap_api.aggregate_records(w, page)
         elif path == "/api/storage/disks":
             items, build, key = w.disks, lambda page: ontap_api.disk_records(w, page), "name"
+        elif path == "/api/network/fc/ports":
+            items, build = w.lifs, lambda page: ontap_api.fc_port_records(w, page)
+            ids = [stable_uuid(w.cluster, "fcport", x.node, x.port) for x in w.lifs]
+            return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/svm/svms":
             items, build, key = w.svms, lambda page: ontap_api.svm_records(w, page), "name"
         elif path.startswith("/api/storage/aggregates/") and path.endswith("/plexes"):

@@ -59,6 +59,9 @@ DISK_IOPS = {"ssd": 20000.0, "sas": 180.0, "fsas": 90.0}
 DISK_RPM = {"ssd": 0, "sas": 10000, "fsas": 7200}
 
 
+FC_PORT_NAMES = ("0c", "0d", "0e", "0f", "1a", "1b", "1c", "1d")
+
+
 @functools.lru_cache(maxsize=65536)
 def stable_uuid(*parts: str) -> str:
     return str(_uuid.uuid5(_uuid.NAMESPACE_URL, "sanlens-sim/" + "/".join(parts)))
@@ -201,10 +204,15 @@ class Lun:
 
 @dataclass
 class Lif:
+    """An FC LIF and the target port it sits on (one LIF per port here)."""
+
     name: str
     node: str
     svm: str
     io: IoRates = field(default_factory=IoRates)
+    port: str = "0c"
+    speed_gbps: int = 16
+    queue_full: float = 0.0  # queue-full responses per second at the port
 
 
 @dataclass
@@ -284,6 +292,8 @@ class Builder:
         self.filler_aggrs: list[Aggregate] = []
         self.filler_vols: list[Volume] = []
         self.lifs_per_node = 2
+        self.fc_speed_gbps = 16
+        self.fa_queue_full = 0.0  # per port, per second: an over-subscribed front end
         self._bay: dict[str, int] = {}
         self._by_vol: dict[tuple[str, str], list[Lun]] = {}
 
@@ -515,7 +525,18 @@ class Builder:
                     read_bytes=node_io.read_bytes / k,
                     write_bytes=node_io.write_bytes / k,
                 )
-                lifs.append(Lif(f"{n.name}_fc_{j + 1}", n.name, "svm1", share))
+                port = FC_PORT_NAMES[j % len(FC_PORT_NAMES)]
+                lifs.append(
+                    Lif(
+                        f"{n.name}_fc_{j + 1}",
+                        n.name,
+                        "svm1",
+                        share,
+                        port,
+                        self.fc_speed_gbps,
+                        self.fa_queue_full,
+                    )
+                )
         return World(
             self.cluster,
             self.version,

@@ -1,0 +1,299 @@
+"""The counter catalogue: ``tables/<table>.yaml`` is the only place that names ONTAP counters.
+
+Each table lists its counters by their REST names (ONTAP 9.12+), with the
+``statistics show`` / ZAPI spelling captures carry, the type, unit and base a
+cluster's ``counter_schemas`` would give (the live schema wins), the exported
+metric and the field of the cooked view each feeds. The live collector, the
+offline cooker, the view builder and the simulator all read it, so adding a
+table or a counter is a data change (Harvest's per-object templates work the
+same way).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from sanlens.errors import ConfigError
+from sanlens.model import MetricType
+
+TYPES = ("rate", "average", "percent", "delta", "raw")
+# SI factor of each ONTAP unit, applied when cooking every type but `percent`.
+UNIT_SCALE: dict[str, float] = {
+    "microsec": 1e-6,
+    "millisec": 1e-3,
+    "sec": 1.0,
+    "per_sec": 1.0,
+    "b_per_sec": 1.0,
+    "kb_per_sec": 1024.0,
+    "mb": 1024.0 * 1024.0,
+    "percent": 1.0,
+    "none": 1.0,
+}
+# The cooked unit of each (type, ONTAP unit).
+_COOKED_UNIT = {
+    "microsec": "seconds",
+    "millisec": "seconds",
+    "sec": "seconds",
+    "per_sec": "per_second",
+    "b_per_sec": "bytes_per_second",
+    "kb_per_sec": "bytes_per_second",
+    "mb": "bytes",
+}
+PARTIAL_POLICIES = ("skip", "keep")
+# CPU domains as ONTAP 9.x names them; the simulator serves these, the cooker reads any.
+DOMAINS = (
+    "idle",
+    "kahuna",
+    "storage",
+    "exempt",
+    "none",
+    "raid",
+    "raid_exempt",
+    "xor_exempt",
+    "target",
+    "wafl_exempt",
+    "wafl_mpcleaner",
+    "sm_exempt",
+    "protocol",
+    "nwk_exempt",
+    "network",
+    "hostOS",
+    "ssan_exempt",
+    "unclassified",
+    "kahuna_legacy",
+    "ha",
+)
+
+
+def unit_scale(unit: str) -> float:
+    return UNIT_SCALE.get(unit, 1.0)
+
+
+def cooked_unit(type_: str, unit: str) -> str:
+    if type_ == "percent":
+        return "percent"
+    if type_ == "rate" and unit == "none":
+        return "per_second"
+    return _COOKED_UNIT.get(unit, "count" if type_ in ("delta", "raw") else unit)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSpec:
+    """How to cook one counter: ONTAP's type, denominator and unit."""
+
+    type: str  # rate | average | percent | delta | raw
+    base: str = ""
+    unit: str = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class CounterDef:
+    name: str  # REST name
+    spec: CounterSpec
+    zapi: str = ""
+    labels: tuple[str, ...] = ()  # array labels the simulator serves ('' for scalars)
+    view: str = ""  # cooked-view field it feeds
+    view_scale: float = 1.0
+    metric: str = ""  # exported family
+    label: str = ""  # value of the family's `by` label
+    export_scale: float | None = None  # raw -> exported unit; None: from the unit
+    used: bool = False
+
+    def export_factor(self, unit: str | None = None) -> float:
+        if self.export_scale is not None:
+            return self.export_scale
+        return unit_scale(unit or self.spec.unit)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelDef:
+    name: str
+    sources: tuple[str, ...]  # row properties, first non-empty wins; `id` is the row id
+    split: str = ""
+    index: int = 0
+    export: bool = True
+
+    def value(self, props: Mapping[str, str], row_id: str) -> str:
+        for src in self.sources:
+            v = row_id if src == "id" else props.get(src, "")
+            if v:
+                if self.split and self.split in v:
+                    parts = v.split(self.split)
+                    return parts[self.index] if -len(parts) <= self.index < len(parts) else ""
+                return v
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDef:
+    name: str
+    type: MetricType
+    help: str
+    by: str = ""
+
+
+@dataclass(frozen=True)
+class TableDef:
+    table: str
+    partial_aggregation: str
+    row_id: str
+    properties: tuple[str, ...]
+    labels: tuple[LabelDef, ...]
+    metrics: dict[str, MetricDef]
+    counters: dict[str, CounterDef]
+    aliases: dict[str, str] = field(default_factory=dict)  # zapi name -> REST name
+    rest: bool = True  # served by /api/cluster/counter/tables (False: a CLI capture format)
+
+    def resolve(self, name: str) -> CounterDef | None:
+        """The catalogue entry for a REST or ZAPI/CLI counter name."""
+        c = self.counters.get(name)
+        if c is None:
+            alias = self.aliases.get(name)
+            c = self.counters.get(alias) if alias else None
+        return c
+
+    def canonical(self, name: str) -> str:
+        return name if name in self.counters else self.aliases.get(name, name)
+
+    @property
+    def wanted(self) -> tuple[str, ...]:
+        """The counters sanlens uses from this table, with their bases, by REST name."""
+        out: list[str] = []
+        for c in self.counters.values():
+            if c.used:
+                out.append(c.name)
+                if c.spec.base:
+                    out.append(c.spec.base)
+        return tuple(dict.fromkeys(out))
+
+    @property
+    def export_labels(self) -> tuple[LabelDef, ...]:
+        return tuple(lab for lab in self.labels if lab.export)
+
+    def label_values(self, props: Mapping[str, str], row_id: str) -> dict[str, str]:
+        return {lab.name: lab.value(props, row_id) for lab in self.labels}
+
+    def specs(self) -> dict[str, CounterSpec]:
+        """Cooking specs under both spellings (offline captures carry either)."""
+        out = {n: c.spec for n, c in self.counters.items()}
+        for alias, rest in self.aliases.items():
+            out.setdefault(alias, self._alias_spec(self.counters[rest].spec))
+        return out
+
+    def _alias_spec(self, spec: CounterSpec) -> CounterSpec:
+        if not spec.base:
+            return spec
+        base = self.counters.get(spec.base)
+        return CounterSpec(spec.type, base.zapi if base and base.zapi else spec.base, spec.unit)
+
+
+def _fail(where: str, msg: str) -> ConfigError:
+    return ConfigError(msg, path=where, file="ontap/tables")
+
+
+def _as_list(v: Any) -> list[str]:
+    if isinstance(v, list):
+        return [str(x) for x in v]
+    return [str(v)]
+
+
+def parse_table(doc: Any, where: str) -> TableDef:
+    if not isinstance(doc, dict) or not isinstance(doc.get("table"), str):
+        raise _fail(where, "a table needs a `table` name")
+    policy = str(doc.get("partial_aggregation", "skip"))
+    if policy not in PARTIAL_POLICIES:
+        raise _fail(f"{where}.partial_aggregation", f"expected one of {PARTIAL_POLICIES}, got {policy!r}")
+    labels = []
+    for name, src in (doc.get("labels") or {}).items():
+        if not isinstance(src, dict) or "from" not in src:
+            raise _fail(f"{where}.labels.{name}", "expected {from: [properties], split, index, export}")
+        labels.append(
+            LabelDef(
+                str(name),
+                tuple(_as_list(src["from"])),
+                str(src.get("split", "")),
+                int(src.get("index", 0)),
+                bool(src.get("export", True)),
+            )
+        )
+    metrics: dict[str, MetricDef] = {}
+    for name, m in (doc.get("metrics") or {}).items():
+        at = f"{where}.metrics.{name}"
+        mtype = str((m or {}).get("type", "counter"))
+        if mtype not in ("counter", "gauge"):
+            raise _fail(f"{at}.type", f"expected counter or gauge, got {mtype!r}")
+        if mtype == "counter" and not str(name).endswith("_total"):
+            raise _fail(at, "counter names end in _total")
+        metrics[str(name)] = MetricDef(str(name), mtype, str(m.get("help", "")), str(m.get("by", "")))  # type: ignore[arg-type]
+    counters: dict[str, CounterDef] = {}
+    aliases: dict[str, str] = {}
+    for name, c in (doc.get("counters") or {}).items():
+        at = f"{where}.counters.{name}"
+        if not isinstance(c, dict):
+            raise _fail(at, "expected a mapping")
+        ctype = str(c.get("type", ""))
+        if ctype not in TYPES:
+            raise _fail(f"{at}.type", f"expected one of {TYPES}, got {ctype!r}")
+        metric = str(c.get("metric", ""))
+        if metric and metric not in metrics:
+            raise _fail(f"{at}.metric", f"{metric!r} is not declared under metrics")
+        if metric and metrics[metric].by and not c.get("label") and c.get("labels") is None:
+            raise _fail(f"{at}.label", f"{metric} has `by: {metrics[metric].by}`: give the label value")
+        raw_labels = c.get("labels")
+        arr = DOMAINS if raw_labels == "domains" else tuple(_as_list(raw_labels)) if raw_labels else ()
+        zapi = str(c.get("zapi", name))
+        scale = c.get("export_scale")
+        vs = float(c.get("view_scale", 1.0))
+        if not math.isfinite(vs):
+            raise _fail(f"{at}.view_scale", "not a finite number")
+        counters[str(name)] = CounterDef(
+            str(name),
+            CounterSpec(ctype, str(c.get("base", "")), str(c.get("unit", "none"))),
+            zapi=zapi,
+            labels=arr,
+            view=str(c.get("view", "")),
+            view_scale=vs,
+            metric=metric,
+            label=str(c.get("label", "")),
+            export_scale=float(scale) if scale is not None else None,
+            used=bool(c.get("view") or metric or c.get("use")),
+        )
+        if zapi != name:
+            aliases[zapi] = str(name)
+    for c in counters.values():
+        if c.spec.base and c.spec.base not in counters:
+            raise _fail(f"{where}.counters.{c.name}.base", f"base {c.spec.base!r} is not in the table")
+    return TableDef(
+        doc["table"],
+        policy,
+        str(doc.get("row_id", "{name}")),
+        tuple(_as_list(doc.get("properties") or [])),
+        tuple(labels),
+        metrics,
+        counters,
+        aliases,
+        bool(doc.get("rest", True)),
+    )
+
+
+@functools.cache
+def catalogue() -> dict[str, TableDef]:
+    """Every packaged table, keyed by ONTAP table name."""
+    out: dict[str, TableDef] = {}
+    folder = resources.files("sanlens.ontap").joinpath("tables")
+    for f in sorted(folder.iterdir(), key=lambda p: p.name):
+        if f.name.endswith(".yaml"):
+            t = parse_table(yaml.safe_load(f.read_text(encoding="utf-8")), f.name)
+            out[t.table] = t
+    return out
+
+
+def table(name: str) -> TableDef | None:
+    return catalogue().get(name)

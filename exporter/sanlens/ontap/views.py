@@ -1,0 +1,233 @@
+"""Cooked counter rows -> the OntapView the diagnoses read, for live polls and offline captures alike.
+
+Which cooked counter feeds which field is the catalogue's ``view`` key, and a
+row's identity (svm, volume, lun, node, disk, port) comes from the catalogue's
+labels, so the live collector and ``sanlens analyze`` cannot drift apart. The
+live path adds what only the inventory knows (LUN serials, aggregates, RAID and
+move state, FC port speeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sanlens.model import (
+    AggregateInfo,
+    BackgroundOp,
+    DiskStats,
+    FcPortStats,
+    LunStats,
+    NodeStats,
+    OntapVersion,
+    OntapView,
+    VolumeStats,
+)
+from sanlens.ontap.catalogue import TableDef, catalogue
+from sanlens.ontap.inventory import Inventory
+from sanlens.ontap.offline import Cooked, CounterRow
+
+CookedRows = Iterable[tuple[CounterRow, list[Cooked]]]
+_MOVE_DONE = ("done", "success", "failed", "aborted")
+
+
+def view_fields(tdef: TableDef, values: list[Cooked]) -> dict[str, Any]:
+    """Cooked values by view field: scalars (summed when several counters feed one) or label dicts."""
+    out: dict[str, Any] = {}
+    for c in values:
+        cdef = tdef.counters.get(c.counter)
+        if cdef is None or not cdef.view:
+            continue
+        v = c.value * cdef.view_scale
+        if c.label:
+            out.setdefault(cdef.view, {})[c.label] = v
+        else:
+            out[cdef.view] = out.get(cdef.view, 0.0) + v
+    return out
+
+
+def _f(x: object) -> float | None:
+    return float(x) if isinstance(x, int | float) else None
+
+
+def _int(x: object) -> int | None:
+    return int(x) if isinstance(x, int | float) and x > 0 else None
+
+
+def build_view(
+    cluster: str,
+    ts: float,
+    interval: float | None,
+    version: OntapVersion | None,
+    cooked: CookedRows,
+    inventory: Inventory | None = None,
+) -> OntapView:
+    cat = catalogue()
+    inv = inventory or Inventory()
+    aggr_node = {a: i["node"] for a, i in inv.aggregates.items()}
+    serial = {(x["svm"], x["lun"]): x for x in inv.luns}
+    luns: list[LunStats] = []
+    vols: list[VolumeStats] = []
+    nodes: list[NodeStats] = []
+    disks: list[DiskStats] = []
+    ports: list[FcPortStats] = []
+    seen_vols: set[tuple[str, str]] = set()
+    seen_nodes: set[str] = set()
+    for row, values in cooked:
+        tdef = cat.get(row.table)
+        if tdef is None:
+            continue
+        lab = tdef.label_values(row.properties, row.instance)
+        f = view_fields(tdef, values)
+        if row.table == "lun":
+            meta = serial.get((lab["svm"], lab["lun"]), {})
+            luns.append(
+                LunStats(
+                    cluster,
+                    lab["svm"],
+                    lab["volume"] or meta.get("volume", ""),
+                    lab["lun"],
+                    meta.get("serial", ""),
+                    lab.get("node") or meta.get("node", ""),
+                    f.get("read_iops"),
+                    f.get("write_iops"),
+                    f.get("other_iops"),
+                    f.get("read_latency_s"),
+                    f.get("write_latency_s"),
+                    f.get("read_bytes_s"),
+                    f.get("write_bytes_s"),
+                )
+            )
+        elif row.table == "volume":
+            key = (lab["svm"], lab["volume"])
+            seen_vols.add(key)
+            i = inv.volumes.get(key, {})
+            aggr = i.get("aggregate") or lab.get("aggregate", "")
+            parts = [f.get(k) for k in ("read_iops", "write_iops", "other_iops")]
+            total = f.get("total_iops")
+            if total is None and any(x is not None for x in parts):
+                total = sum(x or 0.0 for x in parts)
+            vols.append(
+                VolumeStats(
+                    cluster,
+                    key[0],
+                    key[1],
+                    aggr,
+                    aggr_node.get(aggr, lab.get("node", "")),
+                    i.get("style", ""),
+                    parts[0],
+                    parts[1],
+                    parts[2],
+                    total,
+                    f.get("read_latency_s"),
+                    f.get("write_latency_s"),
+                    f.get("avg_latency_s"),
+                    i.get("move_state", ""),
+                    _f(i.get("move_percent")),
+                )
+            )
+        elif row.table in ("system:node", "sysstat"):
+            name = lab["node"] or row.instance
+            seen_nodes.add(name)
+            n = inv.nodes.get(name, {})
+            procs = f.get("processors") or n.get("processors")
+            if procs is None and isinstance(row.counters.get("cpu"), list):
+                procs = len(row.counters["cpu"])  # type: ignore[arg-type]
+            nodes.append(
+                NodeStats(
+                    cluster,
+                    name,
+                    row.properties.get("system_model") or n.get("model", ""),
+                    _int(procs),
+                    f.get("cpu_busy_ratio"),
+                    f.get("domain_busy", {}),
+                )
+            )
+        elif row.table == "disk:constituent":
+            name = lab["disk"] or row.instance
+            i = inv.disks.get(name, {})
+            rg = lab.get("raid_group") or inv.disk_raid_group.get(name, "")
+            aggr = i.get("aggregate") or lab.get("aggregate", "")
+            disks.append(
+                DiskStats(
+                    cluster,
+                    name,
+                    aggr,
+                    lab.get("node") or i.get("node", ""),
+                    rg,
+                    i.get("type", ""),
+                    i.get("container", ""),
+                    f.get("busy_ratio"),
+                    f.get("read_iops"),
+                    f.get("write_iops"),
+                )
+            )
+        elif row.table == "fcp":
+            p = inv.fc_ports.get((lab["node"], lab["port"]), {})
+            speed = p.get("speed_gbps") or _speed_property(row.properties.get("link.speed", ""))
+            ports.append(
+                FcPortStats(
+                    cluster,
+                    lab["node"],
+                    lab["port"],
+                    speed,
+                    p.get("state", ""),
+                    f.get("read_iops"),
+                    f.get("write_iops"),
+                    f.get("read_bytes_s"),
+                    f.get("write_bytes_s"),
+                    f.get("queue_full"),
+                    f.get("threshold_full"),
+                    f.get("link_errors"),
+                )
+            )
+    if inventory is not None:
+        for key, i in inv.volumes.items():  # volumes without counters still carry move state
+            if key not in seen_vols and i.get("move_state"):
+                vols.append(
+                    VolumeStats(
+                        cluster,
+                        key[0],
+                        key[1],
+                        i["aggregate"],
+                        aggr_node.get(i["aggregate"], ""),
+                        i["style"],
+                        move_state=i["move_state"],
+                        move_percent=_f(i["move_percent"]),
+                    )
+                )
+        for name, n in inv.nodes.items():
+            if name not in seen_nodes:
+                nodes.append(NodeStats(cluster, name, n.get("model", ""), _int(n.get("processors"))))
+    aggrs = tuple(
+        AggregateInfo(cluster, a, i["node"], i["disk_type"], _int(i["disk_count"]))
+        for a, i in inv.aggregates.items()
+    )
+    moves = tuple(
+        BackgroundOp(cluster, "volume_move", i["aggregate"], vol, svm, percent=_f(i["move_percent"]))
+        for (svm, vol), i in inv.volumes.items()
+        if i.get("move_state") and i["move_state"] not in _MOVE_DONE
+    )
+    return OntapView(
+        cluster,
+        ts,
+        interval,
+        version,
+        tuple(luns),
+        tuple(vols),
+        tuple(nodes),
+        tuple(disks),
+        aggrs,
+        tuple(inv.raid_ops) + moves,
+        tuple(ports),
+    )
+
+
+def _speed_property(text: str) -> float | None:
+    """``link.speed`` as the fcp table prints it (``16``, ``16 Gb/s``, ``auto``)."""
+    head = text.strip().split(" ")[0]
+    try:
+        v = float(head)
+    except ValueError:
+        return None
+    return v if v > 0 else None
