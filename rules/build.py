@@ -70,6 +70,8 @@ EVIDENCE: dict[str, tuple[Ev, ...]] = {
         Ev("host_idle_ratio", "disk idle", "percent"),
         Ev("backend_utilization_ratio", "backend utilization", "percent"),
         Ev("host_iops", "host IOPS", "iops"),
+        Ev("fc_port_queue_full_per_second", "FC port queue-full/s", "number"),
+        Ev("fc_port_utilization_ratio", "busiest FC port", "percent"),
     ),
     "host_queue_limited": (
         Ev("outstanding_io", "outstanding IO", "number"),

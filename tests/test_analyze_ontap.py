@@ -67,13 +67,28 @@ def test_without_interval_rates_are_left_out_but_averages_stay(capsys: pytest.Ca
     assert "--interval" in err
 
 
-def test_system_node_rows_skip_incomplete_aggregation(capsys: pytest.CaptureFixture[str]) -> None:
+def test_system_node_rows_keep_incomplete_aggregation(capsys: pytest.CaptureFixture[str]) -> None:
     a = fixture_path("ontap/restperf/system-node-rows-vsim-1.json")
     b = fixture_path("ontap/restperf/system-node-rows-vsim-2.json")
     out, err = analyze_json(capsys, str(a), str(b), "--interval", "60")
-    # every node that appears in both polls has aggregation.complete false: nothing is cooked
-    assert [s for s in out["series"] if s["object"] == "system:node"] == []
-    assert "incomplete aggregation" in err
+    # every node that appears in both polls has aggregation.complete false; system:node keeps them
+    ra = {r["id"]: r for r in json.loads(a.read_text())["records"]}
+    both = [r for r in json.loads(b.read_text())["records"] if r["id"] in ra]
+    assert both and all(r["aggregation"]["complete"] is False for r in both)
+    got = {
+        s["instance"]
+        for s in out["series"]
+        if s["object"] == "system:node" and s["counter"] == "cpu_elapsed_time"
+    }
+    assert got == {r["id"] for r in both}
+    for r in both:
+        ca = {c["name"]: c["value"] for c in ra[r["id"]]["counters"]}
+        cb = {c["name"]: c["value"] for c in r["counters"]}
+        el = series(out, "system:node", r["id"], "cpu_elapsed_time")
+        assert el["unit"] == "seconds" and el["mean"] == pytest.approx(
+            (cb["cpu_elapsed_time"] - ca["cpu_elapsed_time"]) * 1e-6
+        )
+    assert "incomplete aggregation" not in err
 
 
 def test_schema_file_types_the_rows(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -97,7 +112,7 @@ def test_statistics_text_captures_with_interval(capsys: pytest.CaptureFixture[st
     d_sent = 4428447 - 4318447  # read_ops_sent in the two texts
     d_h0 = 4152382 - 4052382  # read_align_histo[0] in the two texts
     assert series(out, "lun", "osc_iscsi_vol01", "read_ops_sent")["mean"] == d_sent
-    h = series(out, "lun", "osc_iscsi_vol01", "read_align_histo", "0")
+    h = series(out, "lun", "osc_iscsi_vol01", "read_align_histogram", "0")
     assert h["unit"] == "percent" and h["mean"] == pytest.approx(100 * d_h0 / d_sent)
     assert series(out, "lun", "osc_iscsi_vol01", "read_ops")["mean"] == 0.0  # no read ops moved
 
@@ -112,7 +127,7 @@ def test_sysstat_domain_busy_series(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_statistics_samples_in_one_file(capsys: pytest.CaptureFixture[str]) -> None:
     out, _ = analyze_json(capsys, str(DATA / "lun-statistics-show-raw-samples.txt"))
-    lat = series(out, "lun", "/vol/sqldata/lun0", "avg_read_latency")
+    lat = series(out, "lun", "/vol/sqldata/lun0", "average_read_latency")
     assert lat["min"] == pytest.approx(900e6 / 1.8e6 * 1e-6)  # 0.5 ms
     assert lat["max"] == pytest.approx(1440e6 / 1.8e6 * 1e-6)  # 0.8 ms
     assert series(out, "lun", "/vol/sqldata/lun0", "read_ops")["mean"] == pytest.approx(1.8e6 / 60)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from sanlens.config import DEFAULT_TABLES, load_config_text, parse_duration
+from sanlens.config import counter_tables, load_config_text, parse_duration
 from sanlens.errors import ConfigError
 
 GOOD = """\
@@ -35,7 +35,7 @@ def test_good_config_parses_with_defaults() -> None:
     cfg = load_config_text(GOOD)
     t = cfg.ontap[0]
     assert t.poll_interval == 120.0
-    assert t.tables == DEFAULT_TABLES
+    assert t.tables == counter_tables() and "fcp" in t.tables and "sysstat" not in t.tables
     assert t.tls.insecure_skip_verify is False
     assert cfg.hosts[0].queue_depth == 32
     assert cfg.hosts[0].disks[0].drive == "E:"

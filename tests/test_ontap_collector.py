@@ -131,7 +131,9 @@ def _node_polls(
     return {n.node: n.cpu_busy_ratio for n in s2.view.nodes if n.cpu_busy_ratio is not None}, complete
 
 
-def test_system_node_keeps_incomplete_aggregation_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_system_node_keeps_incomplete_aggregation_rows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """One unreachable node must not blind the CPU view of the others: system:node keeps partial rows."""
     cooked, complete = _node_polls(monkeypatch, tmp_path)
     assert any(v is False for v in complete.values()), "the real capture has incomplete rows"
@@ -140,15 +142,21 @@ def test_system_node_keeps_incomplete_aggregation_rows(monkeypatch: pytest.Monke
         assert v == pytest.approx(15e6 / 60e6)
 
 
-def test_partial_rows_are_counted_per_table_and_policy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_partial_rows_are_counted_per_table_and_policy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     r1, r2, complete = _derived_node_rows(tmp_path)
-    _, s2, _ = _two_polls(monkeypatch, "system:node", "ontap/restperf/system-node-schema-vsim.json", r1, r2, 60.0)
+    _, s2, _ = _two_polls(
+        monkeypatch, "system:node", "ontap/restperf/system-node-schema-vsim.json", r1, r2, 60.0
+    )
     fam = {m.name: m for m in s2.metrics}["sanlens_ontap_partial_aggregation_rows"]
     incomplete = sum(1 for r in _load(r2)["records"] if not r["aggregation"]["complete"])
     assert list(fam.samples) == [(("c1", "system:node", "keep"), float(incomplete))]
 
 
-def test_tables_with_the_skip_policy_drop_incomplete_rows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_tables_with_the_skip_policy_drop_incomplete_rows(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     docs = [_load("ontap/restperf/volume-rows-1.json"), _load("ontap/restperf/volume-rows-2.json")]
     victim = docs[1]["records"][0]["id"]
     docs[1]["records"][0]["aggregation"] = {"count": 2, "complete": False}
@@ -156,7 +164,9 @@ def test_tables_with_the_skip_policy_drop_incomplete_rows(monkeypatch: pytest.Mo
     for i, d in enumerate(docs):
         paths.append(tmp_path / f"v{i}.json")
         paths[-1].write_text(json.dumps(d))
-    _, s2, _ = _two_polls(monkeypatch, "volume", "ontap/restperf/volume-schema.json", str(paths[0]), str(paths[1]), 60.0)
+    _, s2, _ = _two_polls(
+        monkeypatch, "volume", "ontap/restperf/volume-schema.json", str(paths[0]), str(paths[1]), 60.0
+    )
     name = {p["name"]: p["value"] for p in docs[1]["records"][0]["properties"]}["name"]
     cooked = {v.volume for v in s2.view.volumes}
     assert name not in cooked and cooked, victim

@@ -237,7 +237,9 @@ def test_counters_grow_at_the_scenario_rates() -> None:
         a = row_counters(s, "lun")
         clock.t += 10.0
         b = row_counters(s, "lun")
-    lun = next(k for k in a if k.startswith("/vol/n01a_vol1/lun0:"))  # ONTAP's id: the LUN path, then its uuid
+    lun = next(
+        k for k in a if k.startswith("/vol/n01a_vol1/lun0:")
+    )  # ONTAP's id: the LUN path, then its uuid
     # healthy: a volume serves 2500 ops over 2 LUNs, 70 % reads, 0.6 ms reads
     reads = (b[lun]["read_ops"] - a[lun]["read_ops"]) / 10.0
     assert reads == pytest.approx(2500 / 2 * 0.7, rel=0.01)
@@ -419,7 +421,9 @@ def test_every_catalogue_counter_and_property_is_served(sim: Simulator) -> None:
     for name, tdef in catalogue().items():
         if not tdef.rest:
             continue
-        schema = {c["name"]: c for c in get(sim, f"/api/cluster/counter/tables/{q(name)}").json()["counter_schemas"]}
+        schema = {
+            c["name"]: c for c in get(sim, f"/api/cluster/counter/tables/{q(name)}").json()["counter_schemas"]
+        }
         counters = set(tdef.counters)
         props = set(tdef.properties)
         assert counters | props <= set(schema), (name, sorted((counters | props) - set(schema)))

@@ -125,7 +125,7 @@ def test_healthy_is_quiet() -> None:
         b = rows(s, "disk:constituent")
         busy = [
             100.0
-            * (vb["disk_busy"] - a[k][1]["disk_busy"])
+            * (vb["disk_busy_percent"] - a[k][1]["disk_busy_percent"])
             / (vb["base_for_disk_busy"] - a[k][1]["base_for_disk_busy"])
             for k, (_, vb) in b.items()
         ]
@@ -155,7 +155,7 @@ def test_san_oversubscription_latency_falls_with_front_end_ports(ports: int, lat
         clock.t += 10
         b = rows(s, "lun")
         lat = [
-            (vb["avg_read_latency"] - a[k][1]["avg_read_latency"]) / (vb["read_ops"] - a[k][1]["read_ops"])
+            (vb["average_read_latency"] - a[k][1]["average_read_latency"]) / (vb["read_ops"] - a[k][1]["read_ops"])
             for k, (p, vb) in b.items()
             if "sql01_data" in p["name"]
         ]
@@ -240,7 +240,7 @@ def disk_busy_by_rg(s: Simulator, clock: Clock) -> dict[str, list[float]]:
         va = a[k][1]
         busy = (
             100.0
-            * (vb["disk_busy"] - va["disk_busy"])
+            * (vb["disk_busy_percent"] - va["disk_busy_percent"])
             / (vb["base_for_disk_busy"] - va["base_for_disk_busy"])
         )
         out.setdefault(p["raid_group"], []).append(busy)

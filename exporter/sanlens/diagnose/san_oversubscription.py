@@ -47,6 +47,22 @@ def aggregate_busy(ctx: Context, cluster: str, aggregate: str) -> float | None:
     return statistics.fmean(vals) if vals else None
 
 
+def front_end(ctx: Context, cluster: str, node: str) -> tuple[float | None, float | None]:
+    """The node's FC target ports: busiest utilization of link speed, and queue-full responses per second.
+
+    Array-side evidence of a front-end bottleneck: too few target ports turn commands
+    away (queue full) long before the disks or the CPU are busy.
+    """
+    view = ctx.ontap.get(cluster)
+    if view is None or not view.fc_ports:
+        return None, None
+    ports = [p for p in view.fc_ports if not node or p.node == node] or list(view.fc_ports)
+    utils = [u for p in ports if (u := p.utilization) is not None]
+    qf = [p.queue_full for p in ports if p.queue_full is not None]
+    rate = sum(qf) / view.interval_s if qf and view.interval_s else None
+    return (max(utils) if utils else None), rate
+
+
 def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     t = th[ID]
     lat, op = worst_latency(
@@ -57,8 +73,9 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     iops = total(d.read_iops, d.write_iops)
     lun = ctx.lun_of(d)
     host_avg = weighted_latency(d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s)
-    lun_lat = busy = None
+    lun_lat = busy = port_util = queue_full = None
     if lun is not None:
+        port_util, queue_full = front_end(ctx, lun.cluster, lun.node)
         lun_lat = weighted_latency(lun.read_iops, lun.write_iops, lun.read_latency_s, lun.write_latency_s)
         vol = ctx.volume(lun.cluster, lun.svm, lun.volume)
         busy = aggregate_busy(ctx, lun.cluster, vol.aggregate if vol else "")
@@ -74,6 +91,8 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         "backend_utilization_ratio": util,
         "lun_latency_seconds": lun_lat,
         "host_to_array_latency_ratio": ratio,
+        "fc_port_utilization_ratio": port_util,
+        "fc_port_queue_full_per_second": queue_full,
         "critical_threshold_seconds": crit,
     }
     if lat_level is None:
@@ -92,6 +111,10 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     if level:
         where = f"Host {d.host} disk {d.disk}" + (f" (LUN {d.lun} on {d.cluster})" if d.mapped else "")
         array = f", while the array answers in {ms(lun_lat)}" if lun_lat is not None else ""
+        if queue_full:
+            array += f"; its FC target ports answer {queue_full:.0f} queue-full responses/s"
+        if port_util is not None:
+            array += f" (busiest port at {pct(port_util)} of link speed)"
         advice = (
             f"{where}: {op} latency {ms(lat)} with the disk {pct(idle)} idle at {iops or 0:.0f} IOPS{array}. "
             "The I/O waits in the fabric or front-end, not in the disks: add FC target ports or paths, "

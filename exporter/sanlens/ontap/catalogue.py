@@ -45,6 +45,7 @@ _COOKED_UNIT = {
     "b_per_sec": "bytes_per_second",
     "kb_per_sec": "bytes_per_second",
     "mb": "bytes",
+    "percent": "percent",
 }
 PARTIAL_POLICIES = ("skip", "keep")
 # CPU domains as ONTAP 9.x names them; the simulator serves these, the cooker reads any.

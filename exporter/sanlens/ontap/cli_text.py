@@ -202,7 +202,7 @@ class _StatisticsReader:
         self.any_block = False
         self.error: tuple[int, str] | None = None  # the first ONTAP ``Error:`` message
         self.notice: tuple[int, str, list[str], int] | None = None  # line, kind, text, continuation indent
-        self.n = 0
+        self.n = 0  # the last line that was not blank
 
     def take(self) -> list[Sample]:
         out, self.ready = self.ready, []
@@ -216,8 +216,9 @@ class _StatisticsReader:
         return CaptureError(text, self.p, n)
 
     def feed(self, n: int, raw: str) -> None:
-        self.n = n
         line = raw.rstrip()
+        if line:
+            self.n = n
         if self.notice is not None:
             indent = self.notice[3]
             if line.startswith(" " * indent) and line[indent : indent + 1].strip():

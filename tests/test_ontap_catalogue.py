@@ -1,0 +1,194 @@
+"""The counter catalogue against facts we did not write, and what the collector does with it.
+
+``../shared/reference/ontap-rest-counters.tsv`` lists ONTAP's REST counter names, their
+ZAPI/CLI spellings, units, types and bases; the real ``counter_schemas`` captures
+type the ``volume`` and ``system:node`` tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+
+from conftest import fixture_path
+from sanlens.config import OntapTarget
+from sanlens.join import LunDirectory
+from sanlens.ontap import collector as collector_mod
+from sanlens.ontap.catalogue import catalogue
+from sanlens.ontap.collector import OntapSource
+from sanlens.ontap.offline import CounterRow, CounterSpec, cook_row
+
+BASE = "https://c1.example"
+REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "ontap-rest-counters.tsv"
+
+
+def _reference() -> list[dict[str, str]]:
+    if not REFERENCE.exists():
+        import os
+
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{REFERENCE} is missing in CI")
+        pytest.skip(f"{REFERENCE} not present (../shared is beside the project in CI)")
+    with REFERENCE.open(encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def test_every_catalogue_counter_matches_the_reference_names_units_types_and_bases() -> None:
+    ref = {(r["table"], r["rest_counter"]): r for r in _reference()}
+    cat = catalogue()
+    checked = 0
+    for (table, name), r in ref.items():
+        tdef = cat.get(table)
+        if tdef is None:
+            continue  # lif, iscsi_lif: not polled
+        c = tdef.counters.get(name)
+        assert c is not None, f"{table} {name} is in the reference but not in the catalogue"
+        assert (c.spec.type, c.spec.unit, c.spec.base) == (r["type"], r["unit"], r["base"]), (table, name)
+        assert c.zapi == r["zapi_counter"], (table, name)
+        checked += 1
+    assert checked >= 140
+
+
+def test_the_counters_sanlens_uses_are_real_rest_names() -> None:
+    """Every counter sanlens asks a cluster for is in the reference or a real counter_schemas capture."""
+    names = {(r["table"], r["rest_counter"]) for r in _reference()}
+    for rel in ("ontap/restperf/volume-schema.json", "ontap/restperf/system-node-schema-vsim.json"):
+        doc = json.loads(Path(fixture_path(rel)).read_text())
+        names |= {(doc["name"], c["name"]) for c in doc["counter_schemas"]}
+    # the real `statistics catalog counter show -object lun` (CLI names, the same for these counters)
+    cli = Path(fixture_path("ontap/statperf/lun-statistics-catalog.txt")).read_text(encoding="utf-8")
+    lun_cli = {line.split("\u00b7")[2] for line in cli.splitlines() if line.startswith("lun\u00b7")}
+    assert {"other_ops", "read_ops", "avg_read_latency"} <= lun_cli
+    bases_only = {("disk:constituent", "base_for_disk_busy")}  # a denominator the reference does not list
+    for table, tdef in catalogue().items():
+        if not tdef.rest:
+            continue
+        for c in tdef.wanted:
+            known = (table, c) in names or (table, c) in bases_only
+            known = known or (table == "lun" and tdef.counters[c].zapi in lun_cli)
+            assert known, f"{table} {c} is not an ONTAP REST name"
+
+
+def test_the_three_old_spellings_are_gone_from_what_is_fetched() -> None:
+    cat = catalogue()
+    assert {"average_read_latency", "average_write_latency"} <= set(cat["lun"].wanted)
+    assert not {"avg_read_latency", "avg_write_latency"} & set(cat["lun"].wanted)
+    assert {"disk_busy_percent", "user_read_count", "user_write_count"} <= set(cat["disk:constituent"].wanted)
+    assert not {"disk_busy", "user_reads", "user_writes"} & set(cat["disk:constituent"].wanted)
+    assert {"average_read_latency", "average_write_latency"} <= set(cat["fcp_lif"].wanted)
+    # the CLI spellings still resolve, for `statistics show` captures
+    assert cat["lun"].resolve("avg_read_latency") is cat["lun"].counters["average_read_latency"]
+    assert cat["disk:constituent"].resolve("disk_busy").name == "disk_busy_percent"  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------ units
+def _rows(table: str, a: dict[str, Any], b: dict[str, Any]) -> tuple[CounterRow, CounterRow]:
+    return CounterRow(table, "x", counters=a), CounterRow(table, "x", counters=b)
+
+
+def test_delta_microseconds_cook_to_seconds_and_kb_rates_to_bytes() -> None:
+    p, c = _rows(
+        "system:node",
+        {"cpu_elapsed_time": 1_000_000_000.0, "disk_data_read": 5_000.0, "avg_processor_busy": 0.0},
+        {"cpu_elapsed_time": 1_060_000_000.0, "disk_data_read": 5_600.0, "avg_processor_busy": 15_000_000.0},
+    )
+    got = {x.counter: (x.value, x.unit) for x in cook_row(p, c, 60.0)}
+    assert got["cpu_elapsed_time"] == (pytest.approx(60.0), "seconds")  # 60e6 µs, not 60e6 "seconds"
+    assert got["disk_data_read"] == (pytest.approx(600.0 * 1024 / 60.0), "bytes_per_second")
+    # the CLI spelling avg_processor_busy cooks as the REST percent over cpu_elapsed_time
+    assert got["average_processor_busy_percent"] == (pytest.approx(25.0), "percent")
+
+
+def test_the_live_schema_unit_wins_over_the_catalogue() -> None:
+    p, c = _rows(
+        "lun",
+        {"average_read_latency": 0.0, "read_ops": 0.0},
+        {"average_read_latency": 600.0, "read_ops": 2.0},
+    )
+    live = {"lun": {"average_read_latency": CounterSpec("average", "read_ops", "millisec")}}
+    got = {x.counter: x.value for x in cook_row(p, c, 1.0, live)}
+    assert got["average_read_latency"] == pytest.approx(0.3)  # 300 ms per op, in seconds
+
+
+# ------------------------------------------------------------------ missing counters
+def _schema_without(table: str, drop: str) -> dict[str, Any]:
+    tdef = catalogue()[table]
+    schemas = [
+        {"name": c.name, "type": c.spec.type, "unit": c.spec.unit}
+        | ({"denominator": {"name": c.spec.base}} if c.spec.base else {})
+        for c in tdef.counters.values()
+        if c.name != drop
+    ]
+    return {"name": table, "counter_schemas": schemas}
+
+
+def test_a_counter_the_cluster_lacks_is_logged_once_and_exposed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    t = [1_000_000.0]
+    monkeypatch.setattr(collector_mod.time, "time", lambda: t[0])
+    caplog.set_level(logging.WARNING)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        rsps.get(
+            f"{BASE}/api/cluster", json={"name": "c1", "version": {"generation": 9, "major": 13, "minor": 1}}
+        )
+        for path in ("cluster/nodes", "storage/luns", "storage/aggregates", "storage/disks", "storage/volumes",
+                     "network/fc/ports"):  # fmt: skip
+            rsps.get(f"{BASE}/api/{path}", json={"records": [], "num_records": 0})
+        rsps.get(
+            f"{BASE}/api/cluster/counter/tables/lun", json=_schema_without("lun", "average_write_latency")
+        )
+        rsps.get(f"{BASE}/api/cluster/counter/tables/lun/rows", json={"records": [], "num_records": 0})
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun"], schema_refresh=0), LunDirectory())
+        s1 = src.poll()
+        t[0] += 60
+        src.poll()
+        asked = [c.request.url for c in rsps.calls if "/lun/rows" in c.request.url]
+    lines = [r.getMessage() for r in caplog.records if "lacks" in r.getMessage()]
+    assert len(lines) == 1 and "average_write_latency" in lines[0] and "9.13.1" in lines[0]
+    fam = {m.name: m for m in s1.metrics}["sanlens_ontap_counter_missing"]
+    assert list(fam.samples) == [(("c1", "lun", "average_write_latency"), 1.0)]
+    assert asked and all("average_write_latency" not in u for u in asked)  # never asked for
+
+
+# ------------------------------------------------------------------ the simulator's FC front end
+def test_fc_ports_and_the_fcp_table_feed_the_view_and_the_exposition() -> None:
+    from sanlens.sim.server import Simulator
+
+    with Simulator(scenario="san-oversubscription", port=0) as sim:
+        src = OntapSource(OntapTarget(name="c1", url=sim.url, tables=["fcp", "lun"]), LunDirectory())
+        src.poll()
+        time.sleep(1.1)
+        snap = src.poll()
+        ports = requests_json(sim.url + "/api/network/fc/ports?fields=*")["records"]
+    view = snap.view
+    assert view is not None and view.fc_ports
+    by_port = {(p.node, p.port): p for p in view.fc_ports}
+    assert {(r["node"]["name"], r["name"]) for r in ports} == set(by_port)
+    for r in ports:
+        p = by_port[(r["node"]["name"], r["name"])]
+        assert p.speed_gbps == r["fabric"]["connected_speed"] and p.state == r["state"]
+        # utilization: the busier direction over FC's 100 MB/s per Gbit/s
+        assert p.utilization == pytest.approx(
+            max(p.read_bytes_s or 0, p.write_bytes_s or 0) / (p.speed_gbps * 1e8)
+        )
+    # the over-subscribed front end turns commands away; queue_full is a delta, so a count per interval
+    assert max(p.queue_full or 0 for p in view.fc_ports) > 0
+    names = {m.name for m in snap.metrics}
+    assert {"sanlens_ontap_fcp_port_queue_full_total", "sanlens_ontap_fcp_port_bytes_total",
+            "sanlens_ontap_fc_port_speed_bits_per_second", "sanlens_ontap_fcp_port_link_errors_total"} <= names  # fmt: skip
+
+
+def requests_json(url: str) -> Any:
+    import requests
+
+    r = requests.get(url, auth=("admin", "x"), timeout=10, verify=False)
+    r.raise_for_status()
+    return r.json()
