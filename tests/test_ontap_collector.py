@@ -145,7 +145,7 @@ def test_system_node_keeps_incomplete_aggregation_rows(
 def test_partial_rows_are_counted_per_table_and_policy(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    r1, r2, complete = _derived_node_rows(tmp_path)
+    r1, r2, _complete = _derived_node_rows(tmp_path)
     _, s2, _ = _two_polls(
         monkeypatch, "system:node", "ontap/restperf/system-node-schema-vsim.json", r1, r2, 60.0
     )

@@ -252,8 +252,8 @@ class OntapSource:
                   {"cluster": c, "node": i["node"], "disk": d, "aggregate": i["aggregate"],
                    "raid_group": inv.disk_raid_group.get(d, ""), "type": i["type"], "rpm": i["rpm"],
                    "container": i["container"], "state": i["state"]}, 1)  # fmt: skip
-        for table, counters in self.missing.items():
-            for counter in counters:
+        for table, lacking in self.missing.items():
+            for counter in lacking:
                 b.add("sanlens_ontap_counter_missing", "gauge",
                       "A counter sanlens uses that the cluster's counter schema lacks (1 while missing).",
                       {"cluster": c, "table": table, "counter": counter}, 1)  # fmt: skip
@@ -283,18 +283,17 @@ class OntapSource:
             exported = tdef.export_labels
             for r in trows:
                 vals0 = (c, *(lab.value(r.properties, r.instance) for lab in exported))
-                counters = r.counters
+                row_counters = r.counters
                 for name, fam, mtype, help_, lnames, by, scale in plan:
-                    v = counters.get(name)
-                    if v is None:
+                    cv = row_counters.get(name)
+                    if cv is None:
                         continue
-                    if type(v) is list:
-                        labels = r.labels.get(name) or []
-                        for i, x in enumerate(v):
-                            lab = labels[i] if i < len(labels) else str(i)
-                            b.add_tuple(fam, mtype, help_, lnames, (*vals0, lab), x * scale)
+                    if isinstance(cv, list):
+                        arr_labels = r.labels.get(name) or []
+                        for i, x in enumerate(cv):
+                            lv = arr_labels[i] if i < len(arr_labels) else str(i)
+                            b.add_tuple(fam, mtype, help_, lnames, (*vals0, lv), x * scale)
                     else:
-                        b.add_tuple(
-                            fam, mtype, help_, lnames, (*vals0, by) if by is not None else vals0, v * scale
-                        )  # type: ignore[operator]
+                        key = (*vals0, by) if by is not None else vals0
+                        b.add_tuple(fam, mtype, help_, lnames, key, cv * scale)
         return b.build()

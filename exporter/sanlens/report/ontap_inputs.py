@@ -22,7 +22,7 @@ import heapq
 import importlib
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from sanlens.report.perfmon_summary import iso_utc
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)
 DEFAULT_MAX_SUSTAIN_S = 1800.0  # the longest sustain window in DESIGN.md (disk_busy_imbalance)
-READERS_BY_KIND = {
+READERS_BY_KIND: dict[str, Callable[[Path], Iterator[Sample]]] = {
     "ontap-statistics": iter_statistics,
     "ontap-sysstat": iter_sysstat_samples,
     "ontap-counter-rows": iter_json_samples,

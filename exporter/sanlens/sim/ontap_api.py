@@ -313,18 +313,18 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
             vals = cs.row(idx, t) if idx is not None else zeros
             raw = table.raw(obj)
             counters: list[Json] = []
-            for c, j, cols, labels, jb in plan:
+            for c, j, cols, arr_labels, jb in plan:
                 if c.spec.type == "raw":
                     v = raw.get(c.name, 0.0)
                 elif j is not None:
                     v = vals[j]
                 else:
                     v = _filler(c.spec.type, vals[jb] if jb is not None else clock)
-                if labels:
+                if arr_labels:
                     per = [vals[k] if k is not None else 0.0 for k in cols]
                     if not any(per) and j is None:
-                        per = [v if n == 0 else 0.0 for n in range(len(labels))]
-                    counters.append({"name": c.name, "values": [int(x) for x in per], "labels": labels})
+                        per = [v if n == 0 else 0.0 for n in range(len(arr_labels))]
+                    counters.append({"name": c.name, "values": [int(x) for x in per], "labels": arr_labels})
                 else:
                     counters.append({"name": c.name, "value": int(v)})
             rec["counters"] = counters
