@@ -290,10 +290,10 @@ class OntapSource:
                         continue
                     if isinstance(cv, list):
                         arr_labels = r.labels.get(name) or []
-                        for i, x in enumerate(cv):
-                            lv = arr_labels[i] if i < len(arr_labels) else str(i)
-                            b.add_tuple(fam, mtype, help_, lnames, (*vals0, lv), x * scale)
+                        for pos, val in enumerate(cv):
+                            lv = arr_labels[pos] if pos < len(arr_labels) else str(pos)
+                            b.add_tuple(fam, mtype, help_, lnames, (*vals0, lv), val * scale)
                     else:
-                        key = (*vals0, by) if by is not None else vals0
-                        b.add_tuple(fam, mtype, help_, lnames, key, cv * scale)
+                        skey = (*vals0, by) if by is not None else vals0
+                        b.add_tuple(fam, mtype, help_, lnames, skey, cv * scale)
         return b.build()
