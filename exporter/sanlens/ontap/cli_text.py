@@ -65,9 +65,10 @@ _HEADER = re.compile(r"^(Object|Instance|Start-time|End-time|Scope|Number of Con
 _TRAILER = re.compile(r"^\s*(\d+) (?:entries were|entry was) displayed\.?\s*$")
 _RULER = re.compile(r"^\s*(-{3,})\s+(-{3,})\s*$")
 _NOTICE = re.compile(r"^(Warning|Error|Info|Notice): ")
-_SESSION = re.compile(
+_SESSION = re.compile(  # login banners, prompts, confirmations and the pager: session text, not output
     r"^(?:Last login time:|This is your first recorded login\.|Your privilege has changed since last login\."
-    r"|There are no entries matching your query\.|[\w.-]+::[\w*]*>(?:\s|$))"
+    r"|There are no entries matching your query\.|Do you want to continue\? \{y\|n\}:"
+    r"|Press <space> to page down|[\w.-]+::[\w*]*>(?:\s|$))"
 )
 _CONSTITUENTS = re.compile(r"^(\d+)\s*(?:\((\S+)\))?")
 _EOL = re.compile(r"\r\n|\r|\n")
@@ -170,12 +171,11 @@ def _node_scoped(table: str, name: str, props: dict[str, str]) -> bool:
 class _Block:
     """One instance block while its lines are read."""
 
-    __slots__ = ("array", "arrays", "end", "last", "line", "name", "prev", "row", "start")
+    __slots__ = ("array", "arrays", "end", "last", "name", "prev", "row", "start")
 
-    def __init__(self, table: str, name: str, line: int) -> None:
+    def __init__(self, table: str, name: str) -> None:
         self.row = CounterRow(table, name)
         self.name = name
-        self.line = line
         self.start: float | None = None
         self.end: float | None = None
         self.last: str | None = None  # string counter whose value a wrapped line continues
@@ -271,7 +271,7 @@ class _StatisticsReader:
             if not self.table:
                 raise self.fail(n, "'Instance:' before any 'Object:'")
             self.close_block()
-            self.block = _Block(self.table, val, n)
+            self.block = _Block(self.table, val)
             return
         b = self.block
         if b is None:
@@ -419,9 +419,9 @@ class _StatisticsReader:
     def trailer(self, n: int, shown: int) -> None:
         self.close_block()
         if shown > self.entries:
+            read = self.entries
             raise self.fail(
-                n,
-                f"{shown} entries were displayed but {self.entries} counter entries were read: lines are missing",
+                n, f"{shown} entries were displayed but {read} counter entries were read: lines are missing"
             )
         if shown < self.entries:
             self.note(

@@ -214,6 +214,14 @@ def parse_schema_doc(doc: Mapping[str, Any]) -> tuple[str, dict[str, CounterSpec
     return table, specs
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterRow]:
     """Records of ``GET /api/cluster/counter/tables/{table}/rows`` as CounterRows.
 
@@ -258,7 +266,13 @@ def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterR
                     row.counters[name] = [float(x) for x in c["values"]]
                     row.labels[name] = [str(x) for x in c.get("labels") or []]
                 elif "value" in c:
-                    row.counters[name] = float(c["value"])
+                    v = c["value"]
+                    if isinstance(v, str) and not _is_number(v):
+                        row.properties[name] = (
+                            v  # a string-typed counter (fcp link.speed): a label, not a value
+                        )
+                    else:
+                        row.counters[name] = float(v)
             except (TypeError, ValueError, AttributeError):
                 raise CaptureError(f"records[{n}] counter {name!r}: not a number", where) from None
         rows.append(row)

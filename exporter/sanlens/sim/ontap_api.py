@@ -51,6 +51,7 @@ class Table:
     row_id: Callable[[World, Any], str]
     props: Callable[[World, Any], dict[str, Any]]
     raw: Callable[[Any], dict[str, float]] = field(default=lambda o: {})
+    string_counters: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -184,6 +185,7 @@ def _tables() -> dict[str, Table]:
             lambda x: f"{x.node}:{x.port}",
             lambda w, x: f"{x.node}:{x.port}",
             _fcport_props,
+            string_counters=("link.speed",),
         ),
         Table(
             cat["wafl"],
@@ -287,8 +289,8 @@ def _quote_id(rid: str) -> str:
 def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: list[Any]) -> list[Json]:
     """The rows of ``page`` (objects of the table) at time ``t``.
 
-    Counters the scenarios do not drive still grow plausibly: rates and deltas at a
-    steady pace, averages at 100 µs per op of their base, percents at 5 % of it.
+    Counters the scenarios do not drive stay plausible: rates and deltas (errors, other
+    protocols) at zero, averages at 100 µs per op of their base, percents at 5 % of it.
     """
     table = _table(w, name)
     cs = estate.counters[table.kind]
@@ -301,7 +303,6 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
         plan.append((c, cs.col.get(c.name), cols, list(labels), cs.col.get(base.name) if base else None))
     prefix = f"/api/cluster/counter/tables/{urllib.parse.quote(name, safe='')}/rows/"
     zeros = [0.0] * len(cs.names)
-    clock = t - estate.started + UPTIME_S  # seconds of simulated uptime
     out: list[Json] = []
     for i, obj in enumerate(page):
         rid = table.row_id(w, obj)
@@ -319,7 +320,7 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
                 elif j is not None:
                     v = vals[j]
                 else:
-                    v = _filler(c.spec.type, vals[jb] if jb is not None else clock)
+                    v = _filler(c.spec.type, vals[jb] if jb is not None else 0.0)
                 if arr_labels:
                     per = [vals[k] if k is not None else 0.0 for k in cols]
                     if not any(per) and j is None:
@@ -327,6 +328,9 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
                     counters.append({"name": c.name, "values": [int(x) for x in per], "labels": arr_labels})
                 else:
                     counters.append({"name": c.name, "value": int(v)})
+            for k in table.string_counters:  # string-typed counters, as ONTAP serves link.speed
+                if opts.counters is None or k in opts.counters:
+                    counters.append({"name": k, "value": str(table.props(w, obj).get(k, ""))})
             rec["counters"] = counters
         rec["aggregation"] = {"count": 2, "complete": not opts.incomplete(i)}
         rec["_links"] = {"self": {"href": prefix + _quote_id(rid)}}
@@ -339,7 +343,7 @@ def _filler(kind: str, base: float) -> float:
         return 100.0 * base
     if kind == "percent":
         return 0.05 * base
-    return base  # rate, delta: one a second of uptime
+    return 0.0  # rates and deltas nothing drives: errors, other protocols, stay at zero
 
 
 # ------------------------------------------------------------------ inventory collections

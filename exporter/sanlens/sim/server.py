@@ -43,6 +43,16 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     sim: Simulator
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops the connection or never speaks TLS (a probe) is not a server error."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ssl.SSLError | OSError):
+            log.debug("connection from %s dropped: %s", client_address[0], exc)
+            return
+        super().handle_error(request, client_address)
+
 
 class Simulator:
     """The ONTAP REST + windows_exporter simulator, in-process, on a background thread."""
@@ -350,6 +360,8 @@ class _Handler(BaseHTTPRequestHandler):
             items, build = w.aggregates, lambda page: ontap_api.aggregate_records(w, page)
         elif path == "/api/storage/disks":
             items, build, key = w.disks, lambda page: ontap_api.disk_records(w, page), "name"
+        elif path == "/api/storage/shelves":
+            items, build = [], lambda page: []
         elif path == "/api/network/fc/ports":
             items, build = w.lifs, lambda page: ontap_api.fc_port_records(w, page)
             ids = [stable_uuid(w.cluster, "fcport", x.node, x.port) for x in w.lifs]
