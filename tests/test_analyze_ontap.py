@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,62 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
     assert node.processors == 4
     # 4 samples 1 s apart: the sustain windows shrink to fit half of the 3 s span
     assert 0 < cfgs[0].sustain_scale < 0.01
+
+
+# ------------------------------------------------------- real multi-node statistics captures
+REAL = Path(__file__).parent / "data" / "ontap" / "real"
+
+
+def _raw_counter(text: str, instance: str, counter: str, label: str = "") -> float:
+    """One raw value of one instance, read from the capture text with a regex (no parser involved)."""
+    block = text.split(f"Instance: {instance}\n", 1)[1].split("\nObject:", 1)[0]
+    if label:
+        arr = block.split(f"    {counter} ", 1)[1]
+        m = re.search(rf"^\s+{re.escape(label)}\s+(\d+)\s*$", arr, re.M)
+    else:
+        m = re.search(rf"^ {{4}}{re.escape(counter)}\s+(\d+)%?\s*$", block, re.M)
+    assert m, (instance, counter, label)
+    return float(m[1])
+
+
+def test_real_partial_aggregation_captures_with_warning_preamble_cook(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """ONTAP's own output when one node is unreachable: RPC warning, partial_aggregation on every node."""
+    a, b = REAL / "system-node-partial-1.txt", REAL / "system-node-partial-2.txt"
+    ta, tb = a.read_text(), b.read_text()
+    assert ta.lstrip().startswith("Warning: Unable to list entries on node")
+    assert "(partial_aggregation)" in ta
+    out, _err = analyze_json(capsys, str(a), str(b))
+    nodes = sorted(set(re.findall(r"^Instance: (\S+)$", ta, re.M)))
+    assert len(nodes) == 3
+    for node in nodes:
+        d_el = _raw_counter(tb, node, "cpu_elapsed_time") - _raw_counter(ta, node, "cpu_elapsed_time")
+        el = series(out, "system:node", node, "cpu_elapsed_time")
+        assert el["unit"] == "seconds" and el["mean"] == pytest.approx(d_el * 1e-6)  # µs delta -> s
+        assert 85 < el["mean"] < 95  # the captures are 89 s apart (Start-time 08:04:11 -> 08:05:40)
+        for dom in ("kahuna", "idle", "wafl_exempt"):
+            d = _raw_counter(tb, node, "domain_busy", dom) - _raw_counter(ta, node, "domain_busy", dom)
+            s = series(out, "system:node", node, "domain_busy", dom)
+            assert s["unit"] == "percent" and s["mean"] == pytest.approx(100.0 * d / d_el)  # of ONE core
+        busy = _raw_counter(tb, node, "avg_processor_busy") - _raw_counter(ta, node, "avg_processor_busy")
+        s = series(out, "system:node", node, "average_processor_busy_percent")
+        assert s["mean"] == pytest.approx(100.0 * busy / d_el)
+
+
+def test_a_bad_byte_in_one_json_capture_keeps_the_other_reports(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good_a = fixture_path("ontap/restperf/volume-rows-1.json")
+    good_b = fixture_path("ontap/restperf/volume-rows-2.json")
+    raw = good_b.read_bytes()
+    cut = raw.index(b'"name"', len(raw) // 2)
+    bad = tmp_path / "bad-rows.json"
+    bad.write_bytes(raw[:cut] + b"\xff" + raw[cut:])
+    line = raw[:cut].count(b"\n") + 1
+    rc = main(["analyze", str(good_a), str(bad), str(good_b), "--interval", "60", "--format", "json"])
+    cap = capsys.readouterr()
+    assert rc == 2
+    assert f"{bad}:{line}: not UTF-8 text" in cap.err and "Traceback" not in cap.err
+    out = json.loads(cap.out)
+    assert any(s["object"] == "volume" for s in out["series"])  # the good files still cooked
