@@ -55,7 +55,7 @@ UNIT_SUFFIXES = (
     "disks",
     "volumes",
 )
-UNIT_SUFFIXES += ("_operations", "luns_needed", "_percent")
+UNIT_SUFFIXES += ("_operations", "luns_needed", "_percent", "_per_second")
 IDS = [
     "san_oversubscription",
     "host_queue_limited",
@@ -458,3 +458,26 @@ def test_diagnoses_and_metrics_over_http() -> None:
         assert samples[("sanlens_diagnosis_threshold", tuple(sorted(thr.items())))] == 0.02
     finally:
         srv.stop()
+
+
+def test_over_subscription_quotes_the_front_end_ports_of_the_luns_node() -> None:
+    """Array-side evidence: the LUN's node's FC target ports turn commands away (queue full)."""
+    from sanlens.model import FcPortStats
+
+    ports = (
+        FcPortStats(
+            "c1", "n1", "0c", 16.0, "online", read_bytes_s=400e6, write_bytes_s=100e6, queue_full=600.0
+        ),
+        FcPortStats(
+            "c1", "n1", "0d", 16.0, "online", read_bytes_s=100e6, write_bytes_s=50e6, queue_full=300.0
+        ),
+        FcPortStats("c1", "n9", "0c", 32.0, "online", read_bytes_s=3000e6, queue_full=6000.0),  # another node
+    )
+    e = engine(sustain_scale=0.0)
+    bad = mapped(read_latency_s=1.5, write_latency_s=1.2, idle_ratio=0.7)
+    feed(e, 0, 60, 15, lambda t: [ontap(t, fc_ports=ports), hostview(t, bad)])
+    over = next(f for f in e.findings() if f["id"] == "san_oversubscription")
+    # (600 + 300) queue-full responses in the 60 s interval; busiest port 400 MB/s of 16 Gbit/s (1,600 MB/s)
+    assert over["evidence"]["fc_port_queue_full_per_second"] == pytest.approx(900 / 60)
+    assert over["evidence"]["fc_port_utilization_ratio"] == pytest.approx(400e6 / 16e8)
+    assert "15 queue-full responses/s" in over["recommendation"]

@@ -169,6 +169,8 @@ def fa_latency_s(ports: int) -> float:
 
 def _oversubscribed(b: Builder, aggr: Aggregate, k: Knobs, name: str = "sql01") -> None:
     ports = k.fa_ports or 2
+    # the node's front end turns commands away while it is the bottleneck (fewer ports, more queue-full)
+    b.fa_queue_full[aggr.node] = 0.0 if ports >= 6 else 120.0 / ports
     per_disk = 300.0 if ports < 6 else 1200.0
     v = b.volume(aggr, f"{name}_data", 2 * per_disk, lat_ms=(1.0, 1.0))
     lat_ms = 1000.0 * fa_latency_s(ports)
@@ -181,8 +183,6 @@ def san_oversubscription(k: Knobs, phase: int) -> Builder:
     b = _builder(k, MODERN)
     n1, n2 = b.node(QUIET_DOMAINS), b.node(QUIET_DOMAINS)
     b.lifs_per_node = max(1, math.ceil((k.fa_ports or 2) / 2))
-    # the front end turns commands away while it is the bottleneck (fewer ports, more queue-full)
-    b.fa_queue_full = 0.0 if (k.fa_ports or 2) >= 6 else 120.0 / (k.fa_ports or 2)
     hdd = b.aggregate(n1, [(24, 0.05), (24, 0.05)], disk_type="sas", name="aggr_sas1")
     _oversubscribed(b, hdd, k)
     for i in range(3):

@@ -293,7 +293,9 @@ class Builder:
         self.filler_vols: list[Volume] = []
         self.lifs_per_node = 2
         self.fc_speed_gbps = 16
-        self.fa_queue_full = 0.0  # per port, per second: an over-subscribed front end
+        self.fa_queue_full: dict[
+            str, float
+        ] = {}  # node -> per port, per second: an over-subscribed front end
         self._bay: dict[str, int] = {}
         self._by_vol: dict[tuple[str, str], list[Lun]] = {}
 
@@ -534,7 +536,7 @@ class Builder:
                         share,
                         port,
                         self.fc_speed_gbps,
-                        self.fa_queue_full,
+                        self.fa_queue_full.get(n.name, 0.0),
                     )
                 )
         return World(
