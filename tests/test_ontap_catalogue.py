@@ -192,3 +192,38 @@ def requests_json(url: str) -> Any:
     r = requests.get(url, auth=("admin", "x"), timeout=10, verify=False)
     r.raise_for_status()
     return r.json()
+
+
+@pytest.mark.parametrize(
+    ("counters", "message"),
+    [
+        ({"a": {"type": "ratee", "unit": "none"}}, "counters.a.type: expected one of"),
+        (
+            {"a": {"type": "average", "unit": "microsec", "base": "b"}},
+            "counters.a.base: base 'b' is not in the table",
+        ),
+        (
+            {"a": {"type": "rate", "unit": "per_sec", "metric": "sanlens_x_total"}},
+            "is not declared under metrics",
+        ),
+    ],
+)
+def test_a_bad_catalogue_entry_is_a_located_error(counters: dict[str, Any], message: str) -> None:
+    from sanlens.errors import ConfigError
+    from sanlens.ontap.catalogue import parse_table
+
+    with pytest.raises(ConfigError, match=message):
+        parse_table({"table": "t", "counters": counters}, "t.yaml")
+
+
+def test_a_by_metric_needs_a_label_value_unless_the_counter_is_an_array() -> None:
+    from sanlens.errors import ConfigError
+    from sanlens.ontap.catalogue import parse_table
+
+    metrics = {"sanlens_x_total": {"type": "counter", "by": "op"}}
+    with pytest.raises(ConfigError, match="give the label value"):
+        parse_table({"table": "t", "metrics": metrics, "counters": {"a": {"type": "rate", "unit": "per_sec",
+                     "metric": "sanlens_x_total"}}}, "t.yaml")  # fmt: skip
+    t = parse_table({"table": "t", "metrics": metrics, "counters": {"a": {"type": "rate", "unit": "per_sec",
+                     "metric": "sanlens_x_total", "array": True}}}, "t.yaml")  # fmt: skip
+    assert t.counters["a"].array and t.wanted == ("a",)

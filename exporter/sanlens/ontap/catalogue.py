@@ -48,29 +48,6 @@ _COOKED_UNIT = {
     "percent": "percent",
 }
 PARTIAL_POLICIES = ("skip", "keep")
-# CPU domains as ONTAP 9.x names them; the simulator serves these, the cooker reads any.
-DOMAINS = (
-    "idle",
-    "kahuna",
-    "storage",
-    "exempt",
-    "none",
-    "raid",
-    "raid_exempt",
-    "xor_exempt",
-    "target",
-    "wafl_exempt",
-    "wafl_mpcleaner",
-    "sm_exempt",
-    "protocol",
-    "nwk_exempt",
-    "network",
-    "hostOS",
-    "ssan_exempt",
-    "unclassified",
-    "kahuna_legacy",
-    "ha",
-)
 
 
 def unit_scale(unit: str) -> float:
@@ -99,7 +76,8 @@ class CounterDef:
     name: str  # REST name
     spec: CounterSpec
     zapi: str = ""
-    labels: tuple[str, ...] = ()  # array labels the simulator serves ('' for scalars)
+    labels: tuple[str, ...] = ()  # array labels the simulator serves; () for scalars and release-dependent arrays
+    array: bool = False
     view: str = ""  # cooked-view field it feeds
     view_scale: float = 1.0
     metric: str = ""  # exported family
@@ -245,10 +223,11 @@ def parse_table(doc: Any, where: str) -> TableDef:
         metric = str(c.get("metric", ""))
         if metric and metric not in metrics:
             raise _fail(f"{at}.metric", f"{metric!r} is not declared under metrics")
-        if metric and metrics[metric].by and not c.get("label") and c.get("labels") is None:
+        is_array = bool(c.get("array") or c.get("labels"))
+        if metric and metrics[metric].by and not c.get("label") and not is_array:
             raise _fail(f"{at}.label", f"{metric} has `by: {metrics[metric].by}`: give the label value")
         raw_labels = c.get("labels")
-        arr = DOMAINS if raw_labels == "domains" else tuple(_as_list(raw_labels)) if raw_labels else ()
+        arr = tuple(_as_list(raw_labels)) if raw_labels else ()
         zapi = str(c.get("zapi", name))
         scale = c.get("export_scale")
         vs = float(c.get("view_scale", 1.0))
@@ -259,6 +238,7 @@ def parse_table(doc: Any, where: str) -> TableDef:
             CounterSpec(ctype, str(c.get("base", "")), str(c.get("unit", "none"))),
             zapi=zapi,
             labels=arr,
+            array=is_array,
             view=str(c.get("view", "")),
             view_scale=vs,
             metric=metric,
