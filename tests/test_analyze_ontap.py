@@ -231,3 +231,22 @@ def test_a_bad_byte_in_one_json_capture_keeps_the_other_reports(
     assert f"{bad}:{line}: not UTF-8 text" in cap.err and "Traceback" not in cap.err
     out = json.loads(cap.out)
     assert any(s["object"] == "volume" for s in out["series"])  # the good files still cooked
+
+
+def test_utf16_capture_and_skipped_warnings_are_reported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    a = REAL / "system-node-partial-1.txt"
+    b16 = tmp_path / "second-utf16.txt"
+    b16.write_text((REAL / "system-node-partial-2.txt").read_text(encoding="utf-8"), encoding="utf-16")
+    out, err = analyze_json(capsys, str(a), str(b16))
+    assert [i["kind"] for i in out["inputs"]] == ["ontap-statistics", "ontap-statistics"]
+    line = (
+        a.read_text()
+        .splitlines()
+        .index(next(x for x in a.read_text().splitlines() if x.startswith("Warning:")))
+        + 1
+    )
+    assert f"warning: {a}:{line}: skipped ONTAP warning: Unable to list entries on node" in err
+    assert f"{b16}:{line}: skipped ONTAP warning" in err
+    assert series(out, "system:node", "sti78-vsim-ucs188j", "cpu_elapsed_time")["samples"] == 1

@@ -93,7 +93,7 @@ def _rows(table: str, a: dict[str, Any], b: dict[str, Any]) -> tuple[CounterRow,
     return CounterRow(table, "x", counters=a), CounterRow(table, "x", counters=b)
 
 
-def test_delta_microseconds_cook_to_seconds_and_kb_rates_to_bytes() -> None:
+def test_delta_microseconds_cook_to_seconds_and_data_rates_to_bytes() -> None:
     p, c = _rows(
         "system:node",
         {"cpu_elapsed_time": 1_000_000_000.0, "disk_data_read": 5_000.0, "avg_processor_busy": 0.0},
@@ -101,7 +101,7 @@ def test_delta_microseconds_cook_to_seconds_and_kb_rates_to_bytes() -> None:
     )
     got = {x.counter: (x.value, x.unit) for x in cook_row(p, c, 60.0)}
     assert got["cpu_elapsed_time"] == (pytest.approx(60.0), "seconds")  # 60e6 µs, not 60e6 "seconds"
-    assert got["disk_data_read"] == (pytest.approx(600.0 * 1024 / 60.0), "bytes_per_second")
+    assert got["disk_data_read"] == (pytest.approx(600.0 / 60.0), "bytes_per_second")  # raw bytes, see below
     # the CLI spelling avg_processor_busy cooks as the REST percent over cpu_elapsed_time
     assert got["average_processor_busy_percent"] == (pytest.approx(25.0), "percent")
 
@@ -227,3 +227,26 @@ def test_a_by_metric_needs_a_label_value_unless_the_counter_is_an_array() -> Non
     t = parse_table({"table": "t", "metrics": metrics, "counters": {"a": {"type": "rate", "unit": "per_sec",
                      "metric": "sanlens_x_total", "array": True}}}, "t.yaml")  # fmt: skip
     assert t.counters["a"].array and t.wanted == ("a",)
+
+
+def test_kb_per_sec_data_counters_count_bytes_in_a_real_capture() -> None:
+    """A real node's cumulative data counters are only plausible as bytes over its uptime."""
+    import re
+
+    text = (Path(__file__).parent / "data" / "ontap" / "real" / "system-node-partial-1.txt").read_text()
+    block = text.split("Instance: sti78-vsim-ucs188i\n", 1)[1].split("\nObject:", 1)[0]
+
+    def raw(counter: str) -> float:
+        m = re.search(rf"^ {{4}}{counter}\s+(\d+)\s*$", block, re.M)
+        assert m, counter
+        return float(m[1])
+
+    uptime_s = raw("cpu_elapsed_time") * 1e-6  # ~12 days
+    assert 10 * 86400 < uptime_s < 14 * 86400
+    as_bytes = raw("disk_data_written") / uptime_s
+    assert 1e5 < as_bytes < 1e6  # ~400 KB/s of consistency points on an idle simulator
+    assert as_bytes * 1024 > 3e8  # read as KB: 400 MB/s sustained for 12 days, which a simulator cannot do
+    assert catalogue()["system:node"].counters["disk_data_written"].spec.unit == "kb_per_sec"
+    from sanlens.ontap.catalogue import unit_scale
+
+    assert unit_scale("kb_per_sec") == 1.0

@@ -31,7 +31,11 @@ UNIT_SCALE: dict[str, float] = {
     "sec": 1.0,
     "per_sec": 1.0,
     "b_per_sec": 1.0,
-    "kb_per_sec": 1024.0,
+    # ONTAP's schema says kb_per_sec for system:node's *_data_* counters, but the raw values
+    # count bytes: a real 12-day-old simulator's `statistics show -raw` has disk_data_written
+    # at 4.2e11 (420 GB, ~400 KB/s over its uptime; as KB it would be 400 MB/s, sustained, on
+    # virtual disks). The capture wins: no scaling.
+    "kb_per_sec": 1.0,
     "mb": 1024.0 * 1024.0,
     "percent": 1.0,
     "none": 1.0,
@@ -76,7 +80,9 @@ class CounterDef:
     name: str  # REST name
     spec: CounterSpec
     zapi: str = ""
-    labels: tuple[str, ...] = ()  # array labels the simulator serves; () for scalars and release-dependent arrays
+    labels: tuple[
+        str, ...
+    ] = ()  # array labels the simulator serves; () for scalars and release-dependent arrays
     array: bool = False
     view: str = ""  # cooked-view field it feeds
     view_scale: float = 1.0

@@ -168,8 +168,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for r in results:
+        path = str(r.input.get("path"))
         for w in r.warnings:
-            print(f"warning: {r.input.get('path')}: {w}", file=sys.stderr)
+            print(f"warning: {w}" if w.startswith(path + ":") else f"warning: {path}: {w}", file=sys.stderr)
     for w in findings.warnings:
         print(f"warning: {w}", file=sys.stderr)
     out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115

@@ -29,7 +29,7 @@ from typing import Any
 
 from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot
 from sanlens.ontap.cli_text import iter_statistics_samples as iter_statistics
-from sanlens.ontap.cli_text import iter_sysstat_samples
+from sanlens.ontap.cli_text import iter_sysstat_samples, text_head
 from sanlens.ontap.offline import (
     CaptureError,
     Cooked,
@@ -46,35 +46,31 @@ from sanlens.report.perfmon_summary import iso_utc
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)
 DEFAULT_MAX_SUSTAIN_S = 1800.0  # the longest sustain window in DESIGN.md (disk_busy_imbalance)
-READERS_BY_KIND: dict[str, Callable[[Path], Iterator[Sample]]] = {
-    "ontap-statistics": iter_statistics,
-    "ontap-sysstat": iter_sysstat_samples,
-    "ontap-counter-rows": iter_json_samples,
+READERS_BY_KIND: dict[str, Callable[[Path, list[str] | None], Iterator[Sample]]] = {
+    "ontap-statistics": lambda p, notes: iter_statistics(p, notes),
+    "ontap-sysstat": lambda p, notes: iter_sysstat_samples(p, None, notes),
+    "ontap-counter-rows": lambda p, notes: iter_json_samples(p),
 }
 
 
 # ------------------------------------------------------------------ detection
-def _text_head(head: bytes) -> str:
-    return head.lstrip(b"\xef\xbb\xbf").decode("utf-8", "replace")
-
-
 def detect_statistics(path: Path, head: bytes) -> bool:
-    t = _text_head(head)
+    t = text_head(head)
     return bool(re.search(r"^Object: \S", t, re.M) and re.search(r"^Instance: ", t, re.M))
 
 
 def detect_sysstat(path: Path, head: bytes) -> bool:
-    t = _text_head(head)
+    t = text_head(head)
     return bool(re.search(r"^\s*(ANY1\+\s+.*)?AVG\s+CPU0\b", t, re.M))
 
 
 def detect_counter_rows(path: Path, head: bytes) -> bool:
-    t = _text_head(head).lstrip()
+    t = text_head(head).lstrip()
     return t[:1] in "{[" and '"records"' in t and '"counter_schemas"' not in t
 
 
 def detect_counter_schema(path: Path, head: bytes) -> bool:
-    t = _text_head(head).lstrip()
+    t = text_head(head).lstrip()
     return t[:1] == "{" and '"counter_schemas"' in t
 
 
@@ -92,6 +88,7 @@ class OntapInput:
     objects: set[str] = field(default_factory=set)
     instances: set[tuple[str, str]] = field(default_factory=set)
     schema: tuple[str, dict[str, CounterSpec]] | None = None
+    notes: list[str] = field(default_factory=list)  # what the reader skipped, FILE:LINE: why
 
     def input_json(self) -> dict[str, Any]:
         return {
@@ -106,8 +103,8 @@ class OntapInput:
             "end": iso_utc(self.end),
         }
 
-    def iter_samples(self) -> Iterator[Sample]:
-        return READERS_BY_KIND[self.kind](self.path)
+    def iter_samples(self, notes: list[str] | None = None) -> Iterator[Sample]:
+        return READERS_BY_KIND[self.kind](self.path, notes)
 
 
 _order = 0
@@ -129,7 +126,7 @@ def scan(path: Path, kind: str) -> OntapInput:
         inp.schema = parse_schema_doc(doc)
         inp.objects.add(inp.schema[0])
         return inp
-    for s in inp.iter_samples():
+    for s in inp.iter_samples(inp.notes):
         inp.samples += 1
         if s.timestamp is not None:
             inp.start = s.timestamp if inp.start is None else min(inp.start, s.timestamp)
@@ -466,9 +463,16 @@ def reader(kind: str) -> Any:
         from sanlens.report.cli import Analysis
 
         inp = scan(path, kind)
-        return Analysis(inp.input_json(), [], [], inp)
+        return Analysis(inp.input_json(), [], _summarised(inp.notes), inp)
 
     return read
+
+
+def _summarised(notes: list[str], keep: int = 20) -> list[str]:
+    """The reader's notes, the first ``keep`` in full and a count of the rest."""
+    if len(notes) <= keep:
+        return list(notes)
+    return [*notes[:keep], f"... and {len(notes) - keep} more skipped item(s)"]
 
 
 def parse_version_arg(text: str | None) -> OntapVersion | None:

@@ -111,10 +111,11 @@ def node_rates(n: Node) -> dict[str, float]:
         "read_data": n.read_ops * 8192.0,
         "write_data": n.write_ops * 8192.0,
         "total_data": n.total_ops * 8192.0,
-        "disk_data_read": n.read_ops * 8.0 * 0.3,
-        "disk_data_written": n.write_ops * 8.0 * 1.2,
-        "fcp_data_received": n.write_ops * 8.0,
-        "fcp_data_sent": n.read_ops * 8.0,
+        # the *_data_* counters say kb_per_sec but count bytes (see ontap/catalogue.py)
+        "disk_data_read": n.read_ops * 8192.0 * 0.3,
+        "disk_data_written": n.write_ops * 8192.0 * 1.2,
+        "fcp_data_received": n.write_ops * 8192.0,
+        "fcp_data_sent": n.read_ops * 8192.0,
     }
     for d in DOMAINS:
         pct = max(0.0, n.cpus * 100.0 - busy) if d == "idle" else n.domains.get(d, 0.0)
