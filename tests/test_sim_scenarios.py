@@ -155,7 +155,8 @@ def test_san_oversubscription_latency_falls_with_front_end_ports(ports: int, lat
         clock.t += 10
         b = rows(s, "lun")
         lat = [
-            (vb["average_read_latency"] - a[k][1]["average_read_latency"]) / (vb["read_ops"] - a[k][1]["read_ops"])
+            (vb["average_read_latency"] - a[k][1]["average_read_latency"])
+            / (vb["read_ops"] - a[k][1]["read_ops"])
             for k, (p, vb) in b.items()
             if "sql01_data" in p["name"]
         ]
