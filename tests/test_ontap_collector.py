@@ -205,3 +205,40 @@ def test_older_ontap_uses_fallback_without_asking_for_counter_tables() -> None:
     assert not any("/counter/tables" in c.request.url for c in responses.calls)
     fam = {m.name: m for m in snap.metrics}["sanlens_ontap_node_cpu_busy_seconds_total"]
     assert fam.samples[0][1] == pytest.approx(500e-6)
+
+
+def test_each_table_is_cooked_against_the_time_its_rows_arrived(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow table must not stretch the interval of the tables fetched before it."""
+    clock = Clock(1_000_000.0)
+    monkeypatch.setattr(collector_mod.time, "time", clock)
+    schema = {"name": "lun", "counter_schemas": [{"name": "read_ops", "type": "rate", "unit": "per_sec"}]}
+    polls = iter([(0.0, 1000.0), (60.0, 7000.0)])  # (clock at the lun fetch, read_ops)
+
+    def lun_rows(_req: Any) -> tuple[int, dict[str, str], str]:
+        at, ops = next(polls)
+        clock.t = 1_000_000.0 + at
+        # no counter_table in the record: ONTAP leaves it out unless `fields` asks for it
+        rec = {"id": "/vol/v1/l1:u1", "properties": [{"name": "name", "value": "/vol/v1/l1"},
+               {"name": "svm.name", "value": "s1"}], "counters": [{"name": "read_ops", "value": ops}]}  # fmt: skip
+        return 200, {}, json.dumps({"records": [rec], "num_records": 1})
+
+    delays = iter([0.0, 25.0])
+
+    def slow_volume(_req: Any) -> tuple[int, dict[str, str], str]:
+        clock.t += next(delays)  # in the second poll the volume table takes 25 s after the LUNs arrived
+        return 200, {}, json.dumps({"records": [], "num_records": 0})
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        _inventory(rsps)
+        rsps.get(f"{BASE}/api/cluster/counter/tables/lun", json=schema)
+        rsps.add_callback(responses.GET, f"{BASE}/api/cluster/counter/tables/lun/rows", callback=lun_rows)
+        rsps.get(f"{BASE}/api/cluster/counter/tables/volume", json={"name": "volume", "counter_schemas": []})
+        rsps.add_callback(
+            responses.GET, f"{BASE}/api/cluster/counter/tables/volume/rows", callback=slow_volume
+        )
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun", "volume"]), LunDirectory())
+        src.poll()
+        snap = src.poll()
+    assert snap.view is not None, snap
+    (lun,) = snap.view.luns
+    assert lun.read_iops == pytest.approx(6000.0 / 60.0)  # not 6000 / (60 + 25)

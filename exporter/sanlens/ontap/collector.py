@@ -61,6 +61,7 @@ class OntapSource:
         self._missing_logged: set[tuple[str, str, str]] = set()
         self._emit: dict[tuple[str, int], list[_Emit]] = {}
         self.partial: dict[str, int] = {}  # table -> rows with incomplete aggregation this poll
+        self._fetched_at: dict[str, float] = {}  # table -> when its rows arrived in this poll
         self.version: OntapVersion | None = None
         self.inventory = Inventory()
         self._inventory_at = 0.0
@@ -100,12 +101,15 @@ class OntapSource:
                 ],
             )
         vol_recs = fetch_dynamic(self.client, self.inventory, self.name, with_stats=self._fallback)
+        self._fetched_at = {}
         rows = self._fetch_rows(vol_recs)
         ts = time.time()
         cooked: list[tuple[CounterRow, list[Cooked]]] = []
         interval: float | None = None
         for table, trows in rows.items():
-            dt = self._cook(table, trows, ts, cooked)
+            # each table's rows against the time they arrived: one poll timestamp taken after the
+            # last table would stretch the earlier tables' intervals and understate their rates
+            dt = self._cook(table, trows, self._fetched_at.get(table, ts), cooked)
             interval = interval or dt
         metrics = self._metrics(rows)
         view = build_view(self.name, ts, interval, self.version, cooked, self.inventory)
@@ -160,7 +164,10 @@ class OntapSource:
                 {"fields": "properties,counters", "counters.name": "|".join(wanted)},
             )
         )
+        self._fetched_at[table] = time.time()
         rows = rows_from_response({"records": recs}, table)
+        for r in rows:
+            r.table = r.table or table  # `counter_table` comes only when `fields` asks for it
         self.partial[table] = sum(1 for r in rows if not r.complete)
         if not self.target.skip_incomplete_aggregation:
             for r in rows:
