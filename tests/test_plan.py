@@ -12,7 +12,9 @@ import math
 import pytest
 
 from sanlens.cli import main
-from sanlens.diagnose.plan import load_profile, parse_version, plan_duration, plan_luns
+from sanlens.plan.inputs import parse_version
+from sanlens.plan.luns import plan_luns
+from sanlens.plan.operations import load_profile, plan_duration
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:

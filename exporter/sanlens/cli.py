@@ -17,7 +17,7 @@ log = logging.getLogger("sanlens")
 EXTERNAL = {
     "simulate": ("sanlens.sim.cli", "serve the ONTAP REST + windows_exporter simulator"),
     "analyze": ("sanlens.report.cli", "diagnose PerfMon logs and ONTAP captures offline"),
-    "plan": ("sanlens.diagnose.plan", "size LUNs/volumes, or estimate rebuild/migrate time"),
+    "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time"),
 }
 
 
