@@ -23,7 +23,7 @@ from sanlens.join import LunDirectory
 from sanlens.ontap import collector as collector_mod
 from sanlens.ontap.catalogue import catalogue
 from sanlens.ontap.collector import OntapSource
-from sanlens.ontap.offline import CounterRow, CounterSpec, cook_row
+from sanlens.ontap.cooking import CounterRow, CounterSpec, cook_row
 
 BASE = "https://c1.example"
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "ontap-rest-counters.tsv"

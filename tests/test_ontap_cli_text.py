@@ -10,7 +10,7 @@ from tests.conftest import fixture_path
 
 from sanlens.ontap import cli_text
 from sanlens.ontap.cli_text import iter_statistics_samples, iter_sysstat_samples, parse_cli_time, text_head
-from sanlens.ontap.offline import CaptureError, cook_row
+from sanlens.ontap.cooking import CaptureError, cook_row
 
 DATA = Path(__file__).parent / "data" / "ontap"
 OSC = "/vol/osc_iscsi_vol01/osc_iscsi_vol01"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sanlens.ontap.offline import CaptureError, CounterSpec, cook_row, rows_from_response
+from sanlens.ontap.cooking import CaptureError, CounterSpec, cook_row, rows_from_response
 
 SCHEMAS = {
     "lun": {

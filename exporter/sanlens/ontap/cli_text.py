@@ -1,7 +1,7 @@
 """Parsers for ONTAP CLI text: ``statistics show -raw`` and nodeshell ``sysstat -M``.
 
 Both are streamed line by line, so a capture of any length is read in bounded
-memory, and both yield the row model of ``sanlens.ontap.offline``.
+memory, and both yield the row model of ``sanlens.ontap.cooking``.
 
 Text is decoded strictly: UTF-8 (BOM optional) or UTF-16 with a BOM (what
 Windows tools write); ``\\n``, ``\\r\\n`` and a lone ``\\r`` all end a line. Bytes
@@ -58,7 +58,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from sanlens.ontap.offline import CaptureError, CounterRow, Sample
+from sanlens.ontap.cooking import CaptureError, CounterRow, Sample
 
 _NUM = re.compile(r"^(-?\d+(?:\.\d+)?)(us|ms|s|%|b|kb|KB|MB|GB)?$")
 _HEADER = re.compile(r"^(Object|Instance|Start-time|End-time|Scope|Number of Constituents):\s*(.*)$")

@@ -2,7 +2,7 @@
 
 Raw cumulative counters are exposed as-is (PromQL computes rates); the cooked
 rates between this poll and the previous one feed the diagnoses via OntapView.
-One cooker (``ontap.offline.cook_row``) serves both this live path and
+One cooker (``ontap.cooking.cook_row``) serves both this live path and
 ``sanlens analyze``.
 """
 
@@ -20,8 +20,7 @@ from sanlens.join import LunDirectory, LunIdentity
 from sanlens.model import MetricBuilder, MetricType, OntapVersion, Snapshot
 from sanlens.ontap.catalogue import TableDef, catalogue, unit_scale
 from sanlens.ontap.client import OntapClient, OntapNotFound
-from sanlens.ontap.inventory import Inventory, fallback_rows, fetch_dynamic, fetch_static
-from sanlens.ontap.offline import (
+from sanlens.ontap.cooking import (
     Cooked,
     CounterRow,
     CounterSpec,
@@ -30,6 +29,7 @@ from sanlens.ontap.offline import (
     parse_schema_doc,
     rows_from_response,
 )
+from sanlens.ontap.inventory import Inventory, fallback_rows, fetch_dynamic, fetch_static
 from sanlens.ontap.views import build_view
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from typing import Any
 
 from sanlens.model import BackgroundOp
 from sanlens.ontap.client import OntapClient, OntapNotFound
-from sanlens.ontap.offline import CounterRow
+from sanlens.ontap.cooking import CounterRow
 
 
 def _g(rec: Mapping[str, Any], path: str, default: Any = "") -> Any:

@@ -24,8 +24,8 @@ from sanlens.model import (
     VolumeStats,
 )
 from sanlens.ontap.catalogue import TableDef, catalogue
+from sanlens.ontap.cooking import Cooked, CounterRow
 from sanlens.ontap.inventory import Inventory
-from sanlens.ontap.offline import Cooked, CounterRow
 
 CookedRows = Iterable[tuple[CounterRow, list[Cooked]]]
 _MOVE_DONE = ("done", "success", "failed", "aborted")

@@ -30,7 +30,7 @@ from typing import Any
 from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot
 from sanlens.ontap.cli_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.cli_text import iter_sysstat_samples, text_head
-from sanlens.ontap.offline import (
+from sanlens.ontap.cooking import (
     CaptureError,
     Cooked,
     CounterRow,
