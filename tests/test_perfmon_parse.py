@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sanlens.windows.perfmon import PerfmonLog, PerfmonParseError, parse_counter_path
+from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError, parse_counter_path
 
 DATA = Path(__file__).parent / "data" / "perfmon"
 

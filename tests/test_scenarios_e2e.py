@@ -115,7 +115,7 @@ def _run(scenario: str, knobs: dict[str, Any], expected: set[str], out: Outcome)
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, Outcome]:
-    for mod in ("sanlens.sim.server", "sanlens.ontap.collector", "sanlens.windows.sources"):
+    for mod in ("sanlens.sim.server", "sanlens.ontap.collector", "sanlens.hosts.sources"):
         try:
             importlib.import_module(mod)
         except ImportError as e:

@@ -10,9 +10,9 @@ from tests.conftest import fixture_path
 
 from sanlens.config import AuthConfig, HostDiskMapping, HostTarget, TLSConfig
 from sanlens.errors import SourceError
+from sanlens.hosts.exporter_scrape import parse_scrape
+from sanlens.hosts.sources import make_host_source, safe_url, scrape_url
 from sanlens.join import LunDirectory, LunIdentity
-from sanlens.windows.exporter_scrape import parse_scrape
-from sanlens.windows.sources import make_host_source, safe_url, scrape_url
 
 URL = "http://win01.example:9182"
 

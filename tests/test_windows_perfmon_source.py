@@ -9,9 +9,9 @@ import pytest
 
 from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.errors import SourceError
+from sanlens.hosts.mapping import normalize_drive, resolve
+from sanlens.hosts.sources import make_host_source
 from sanlens.join import LunDirectory, LunIdentity
-from sanlens.windows.mapping import normalize_drive, resolve
-from sanlens.windows.sources import make_host_source
 
 HDR = (
     '"(PDH-CSV 4.0) (UTC)(0)","\\\\SQL01\\PhysicalDisk(1 E:)\\Disk Reads/sec",'

@@ -8,8 +8,8 @@ import pytest
 import requests
 
 from sanlens.config import Duration, HostTarget
+from sanlens.hosts.sources import make_host_source
 from sanlens.join import LunDirectory, LunIdentity, volume_from_path
-from sanlens.windows.sources import make_host_source
 
 
 def _directory(sim_url: str, cluster: str) -> LunDirectory:

@@ -8,9 +8,9 @@ import pytest
 
 from sanlens.config import HostTarget
 from sanlens.errors import SanlensError, SourceError
+from sanlens.hosts import rawcounters as rc
+from sanlens.hosts.winrm import SCRIPT, WinRMSource
 from sanlens.join import LunDirectory, LunIdentity
-from sanlens.windows import rawcounters as rc
-from sanlens.windows.winrm import SCRIPT, WinRMSource
 
 F = 10_000_000  # Frequency_PerfTime, ticks per second
 

@@ -22,7 +22,7 @@ def ontap_source(target: OntapTarget, directory: LunDirectory) -> Source:
 
 
 def host_source(target: HostTarget, directory: LunDirectory) -> Source:
-    from sanlens.windows.sources import make_host_source
+    from sanlens.hosts.sources import make_host_source
 
     return make_host_source(target, directory)
 

@@ -331,8 +331,8 @@ class OntapCooker:
 # --------------------------------------------------------------- PerfMon views
 def host_snapshots(path: Path) -> Iterator[Snapshot]:
     """HostViews from one PerfMon log, one per row (PerfMon has cooked the rates already)."""
-    from sanlens.windows.perfmon import PerfmonLog, to_float
-    from sanlens.windows.perfmon_source import disk_columns
+    from sanlens.hosts.perfmon import PerfmonLog, to_float
+    from sanlens.hosts.perfmon_source import disk_columns
 
     with PerfmonLog(path) as log:
         cols, _unknown = disk_columns(log.header)

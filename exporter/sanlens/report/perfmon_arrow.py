@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from sanlens.windows.perfmon import PerfmonLog, parse_timestamp
+from sanlens.hosts.perfmon import PerfmonLog, parse_timestamp
 
 if TYPE_CHECKING:
     from sanlens.report.perfmon_summary import LogSummary

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sanlens.windows.perfmon import CounterPath, PerfmonLog, PerfmonParseError
+from sanlens.hosts.perfmon import CounterPath, PerfmonLog, PerfmonParseError
 
 _BATCH = 256
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sanlens.hosts.mapping import DiskMapping
 from sanlens.model import HostDiskStats, HostView, Metric, MetricBuilder, Snapshot
-from sanlens.windows.mapping import DiskMapping
 
 WRAP32 = float(2**32)
 # windows_exporter scales the 32-bit PERF_AVERAGE_TIMER numerator by 1e-7 s per tick.

@@ -14,11 +14,11 @@ from typing import Any, Protocol
 
 from sanlens.config import HostTarget
 from sanlens.errors import SanlensError, SourceError
+from sanlens.hosts import rawcounters as rc
+from sanlens.hosts.cooking import DiskReading, Unwrapper
+from sanlens.hosts.sources import HostSource, safe_url
 from sanlens.join import LunDirectory, normalize_serial
 from sanlens.model import HostDiskStats
-from sanlens.windows import rawcounters as rc
-from sanlens.windows.exposition import DiskReading, Unwrapper
-from sanlens.windows.sources import HostSource, safe_url
 
 _PD_PROPS = (
     "Name,DiskReadsPerSec,DiskWritesPerSec,DiskReadBytesPerSec,DiskWriteBytesPerSec,"

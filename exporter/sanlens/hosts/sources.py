@@ -13,12 +13,12 @@ import requests
 
 from sanlens.config import HostTarget
 from sanlens.errors import SanlensError, SourceError
+from sanlens.hosts.cooking import DiskReading, HostCooker
+from sanlens.hosts.exporter_scrape import COLLECTORS, ScrapeParseError, parse_scrape
+from sanlens.hosts.mapping import DiskMapping, resolve
 from sanlens.join import LunDirectory
 from sanlens.model import HostDiskStats, Snapshot
 from sanlens.state import Source
-from sanlens.windows.exporter_scrape import COLLECTORS, ScrapeParseError, parse_scrape
-from sanlens.windows.exposition import DiskReading, HostCooker
-from sanlens.windows.mapping import DiskMapping, resolve
 
 
 class HostSource:
@@ -121,11 +121,11 @@ def make_host_source(target: HostTarget, directory: LunDirectory) -> Source:
     if target.source == "windows_exporter":
         return WindowsExporterSource(target, directory)
     if target.source == "winrm":
-        from sanlens.windows.winrm import WinRMSource
+        from sanlens.hosts.winrm import WinRMSource
 
         return WinRMSource(target, directory)
     if target.source == "perfmon":
-        from sanlens.windows.perfmon_source import PerfmonSource
+        from sanlens.hosts.perfmon_source import PerfmonSource
 
         return PerfmonSource(target, directory)
     raise SanlensError(f"host {target.name}: unknown source {target.source!r}")

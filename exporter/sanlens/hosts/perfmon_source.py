@@ -17,11 +17,11 @@ from typing import Any
 
 from sanlens.config import HostTarget
 from sanlens.errors import SourceError
+from sanlens.hosts.cooking import DiskReading
+from sanlens.hosts.perfmon import LogHeader, PerfmonLog, PerfmonParseError, parse_timestamp, to_float
+from sanlens.hosts.sources import HostSource
 from sanlens.join import LunDirectory
 from sanlens.model import HostDiskStats
-from sanlens.windows.exposition import DiskReading
-from sanlens.windows.perfmon import LogHeader, PerfmonLog, PerfmonParseError, parse_timestamp, to_float
-from sanlens.windows.sources import HostSource
 
 log = logging.getLogger(__name__)
 

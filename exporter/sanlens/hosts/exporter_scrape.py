@@ -17,8 +17,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from sanlens.windows.exposition import DiskReading
-from sanlens.windows.mapping import normalize_drive
+from sanlens.hosts.cooking import DiskReading
+from sanlens.hosts.mapping import normalize_drive
 
 COLLECTORS = ("logical_disk", "physical_disk", "textfile")
 
