@@ -25,8 +25,8 @@ import urllib.request
 from pathlib import Path
 
 from sanlens.config import Duration, OntapTarget
+from sanlens.exposition import Exposition
 from sanlens.join import LunDirectory
-from sanlens.metrics import Exposition
 from sanlens.ontap.collector import OntapSource
 from sanlens.state import State
 

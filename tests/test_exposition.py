@@ -6,8 +6,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import OntapTarget
+from sanlens.exposition import Exposition, make_registry
 from sanlens.join import LunDirectory
-from sanlens.metrics import Exposition, make_registry
 from sanlens.model import MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
 from sanlens.sim.server import Simulator

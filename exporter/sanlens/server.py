@@ -11,7 +11,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from sanlens import __version__
-from sanlens.metrics import Exposition
+from sanlens.exposition import Exposition
 from sanlens.state import State
 
 log = logging.getLogger(__name__)
