@@ -23,7 +23,7 @@ from typing import Any
 
 CHILD = """
 import json, resource, sys, time
-from sanlens.report.perfmon_summary import summarize
+from sanlens.analyze.perfmon_summary import summarize
 t = time.perf_counter()
 s = summarize(sys.argv[1], engine=sys.argv[2])
 dt = time.perf_counter() - t

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import skip_or_fail
+from sanlens.analyze import perfmon_arrow
+from sanlens.analyze.perfmon_summary import LogSummary, summarize
 from sanlens.hosts.perfmon import PerfmonParseError
-from sanlens.report import perfmon_arrow
-from sanlens.report.perfmon_summary import LogSummary, summarize
 
 DATA = Path(__file__).parent / "data" / "perfmon"
 HDR = '"(PDH-CSV 4.0) (Pacific Standard Time)(480)","\\\\SQL01\\PhysicalDisk(0 C:)\\Disk Reads/sec","\\\\SQL01\\PhysicalDisk(0 C:)\\Avg. Disk sec/Read"\r\n'

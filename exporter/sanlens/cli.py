@@ -16,7 +16,7 @@ log = logging.getLogger("sanlens")
 # Subcommands implemented elsewhere: name -> (module, help). Each module has add_arguments(p) and run(args).
 EXTERNAL = {
     "simulate": ("sanlens.sim.cli", "serve the ONTAP REST + windows_exporter simulator"),
-    "analyze": ("sanlens.report.cli", "diagnose PerfMon logs and ONTAP captures offline"),
+    "analyze": ("sanlens.analyze.cli", "diagnose PerfMon logs and ONTAP captures offline"),
     "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time"),
 }
 

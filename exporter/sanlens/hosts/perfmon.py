@@ -7,7 +7,7 @@ minutes that turns local time into UTC (UTC = local + bias).
 
 Rows are yielded one at a time as lists of strings from the csv module's C reader,
 so memory stays bounded whatever the file size; numeric conversion is left to the
-consumer, which can batch it (see ``sanlens.report.perfmon_summary``).
+consumer, which can batch it (see ``sanlens.analyze.perfmon_summary``).
 """
 
 from __future__ import annotations

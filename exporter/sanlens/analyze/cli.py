@@ -58,7 +58,7 @@ def _detect_perfmon(path: Path, head: bytes) -> bool:
 
 
 def _read_perfmon(path: Path) -> Analysis:
-    from sanlens.report.perfmon_summary import summarize
+    from sanlens.analyze.perfmon_summary import summarize
 
     s = summarize(path)
     return Analysis(s.input_json(), [c.as_json() for c in s.columns], list(s.warnings), s)
@@ -66,8 +66,8 @@ def _read_perfmon(path: Path) -> Analysis:
 
 register(InputReader("perfmon", _detect_perfmon, _read_perfmon))
 
-# ------------------------------------------------------------------ ONTAP captures (report/ontap_inputs.py)
-from sanlens.report import ontap_inputs  # noqa: E402
+# ------------------------------------------------------------------ ONTAP captures (analyze/ontap_inputs.py)
+from sanlens.analyze import ontap_inputs  # noqa: E402
 
 for _kind, _detect in ontap_inputs.DETECTORS:
     register(InputReader(_kind, _detect, ontap_inputs.reader(_kind)))
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
             json.dump(report_json(results, findings), out, indent=2)
             out.write("\n")
         elif args.format == "html":
-            from sanlens.report.html import render_html
+            from sanlens.analyze.html import render_html
 
             out.write(render_html(results, findings))
         else:

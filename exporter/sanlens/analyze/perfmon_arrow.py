@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sanlens.hosts.perfmon import PerfmonLog, parse_timestamp
 
 if TYPE_CHECKING:
-    from sanlens.report.perfmon_summary import LogSummary
+    from sanlens.analyze.perfmon_summary import LogSummary
 
 try:  # optional dependency
     import pyarrow as pa

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sanlens import __version__
-from sanlens.report.ontap_inputs import Findings, SeriesStats
+from sanlens.analyze.ontap_inputs import Findings, SeriesStats
 
 MAX_CHARTS = 60  # most interesting series first; the rest are in the table
 

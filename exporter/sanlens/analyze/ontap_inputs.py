@@ -1,6 +1,6 @@
 """ONTAP captures for `sanlens analyze`, and the diagnoses over every input.
 
-Input kinds registered with ``sanlens.report.cli``:
+Input kinds registered with ``sanlens.analyze.cli``:
 - ``ontap-statistics``: ``statistics show -raw`` text (several captures, or one
   file holding several samples);
 - ``ontap-sysstat``: nodeshell ``sysstat -M`` text;
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sanlens.analyze.perfmon_summary import iso_utc
 from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot
 from sanlens.ontap.cli_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.cli_text import iter_sysstat_samples, text_head
@@ -42,7 +43,6 @@ from sanlens.ontap.cooking import (
     parse_schema_doc,
 )
 from sanlens.ontap.views import build_view
-from sanlens.report.perfmon_summary import iso_utc
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)
 DEFAULT_MAX_SUSTAIN_S = 1800.0  # the longest sustain window in DESIGN.md (disk_busy_imbalance)
@@ -460,7 +460,7 @@ def reader(kind: str) -> Any:
     """The ``read`` of an InputReader for one ONTAP kind: scan now, cook in ``finish``."""
 
     def read(path: Path) -> Any:
-        from sanlens.report.cli import Analysis
+        from sanlens.analyze.cli import Analysis
 
         inp = scan(path, kind)
         return Analysis(inp.input_json(), [], _summarised(inp.notes), inp)

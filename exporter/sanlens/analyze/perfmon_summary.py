@@ -102,7 +102,7 @@ def summarize(path: str | Path, engine: str = "auto") -> LogSummary:
         if engine == "auto":
             # Imported here: pyarrow costs ~80 MB and a third of a second, and importers that only
             # want iso_utc (the ONTAP analyze path) should not pay for it.
-            from sanlens.report.perfmon_arrow import summarize_arrow
+            from sanlens.analyze.perfmon_arrow import summarize_arrow
 
             if summarize_arrow(log, summary):
                 summary.engine = "arrow"
