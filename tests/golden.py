@@ -113,9 +113,7 @@ def golden_text() -> str:
 
 def diff(expected: str, got: str, limit: int = 60) -> str:
     lines = list(
-        difflib.unified_diff(
-            expected.splitlines(), got.splitlines(), "golden", "rendered", lineterm="", n=1
-        )
+        difflib.unified_diff(expected.splitlines(), got.splitlines(), "golden", "rendered", lineterm="", n=1)
     )
     more = f"\n... {len(lines) - limit} more diff lines" if len(lines) > limit else ""
     return "\n".join(lines[:limit]) + more

@@ -10,10 +10,10 @@ from __future__ import annotations
 import subprocess
 from collections import Counter
 
-import golden
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+import golden
 from conftest import require_tool
 
 # promtool's lint findings on the page that are accepted, with why. Any other finding fails.
