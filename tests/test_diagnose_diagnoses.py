@@ -11,7 +11,7 @@ import statistics
 from typing import Any
 
 import pytest
-from tests.test_diagnose_builders import (
+from tests.builders import (
     AGGR_KEY,
     DISK_KEY,
     LUN_KEY,

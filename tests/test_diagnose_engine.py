@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from tests.test_diagnose_builders import (
+from tests.builders import (
     AGGR_KEY,
     DISK_KEY,
     LUN_KEY,
