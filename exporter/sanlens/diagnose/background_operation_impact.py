@@ -17,9 +17,70 @@ from __future__ import annotations
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, clamp01, labels, ms
 from sanlens.diagnose.history import active_ops, affected_volumes, op_aggregate, volume_latency
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import BackgroundOp
 
-ID = "background_operation_impact"
+SRC_CLARIION = (
+    "EMC CLARiiON FLARE 28 rebuild/migrate priorities: ASAP priority can quadruple OLTP response time"
+)
+
+SPEC = DiagnosisSpec(
+    id="background_operation_impact",
+    title="Background operation hurts latency",
+    summary=(
+        "A RAID reconstruct, resync, parity recompute or volume move is active and latency of the affected "
+        "volumes is >= 1.4x its baseline from before the operation."
+    ),
+    subject="aggregate",
+    thresholds=(
+        Threshold(
+            "latency_ratio_warning",
+            1.4,
+            "ratio",
+            SRC_CLARIION,
+            1.0,
+            100.0,
+            "above",
+            "latency / pre-op baseline",
+        ),
+        Threshold(
+            "latency_ratio_critical",
+            3.0,
+            "ratio",
+            SRC_CLARIION,
+            1.0,
+            100.0,
+            "above",
+            "latency / pre-op baseline",
+        ),
+        Threshold(
+            "min_latency_seconds",
+            0.002,
+            "seconds",
+            "sanlens default: sub-2 ms latency hurts nobody",
+            0.0,
+            10.0,
+            "above",
+        ),
+    ),
+    sustain_s=300.0,
+    exit_s=300.0,
+    severity={1: "latency >= 1.4x baseline", 2: "latency >= 3x baseline"},
+    fix="Lower the operation's priority, or schedule it off-peak.",
+    evidence=(
+        Evidence("active_operations", "operations", "on the aggregate", "active operations"),
+        Evidence("done_percent", "percent", "of the worst operation", "done (%)"),
+        Evidence("eta_seconds", "seconds", "from the observed progress rate", "ETA", "duration"),
+        Evidence(
+            "volume_latency_seconds", "seconds", "of the worst affected volume", "volume latency", "duration"
+        ),
+        Evidence("latency_ratio", "ratio", "volume latency / baseline", "latency vs baseline"),
+        Evidence("baseline_latency_seconds", "seconds", "the volume's latency before the operation"),
+    ),
+    dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),
+    ordered=(("latency_ratio_warning", "latency_ratio_critical"),),
+)
+ID = SPEC.id
 
 
 def _eta_text(eta: float | None) -> str:

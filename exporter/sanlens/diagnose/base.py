@@ -148,13 +148,6 @@ def wafl_exempt(node: NodeStats) -> float | None:
     return None
 
 
-def ceiling(version: OntapVersion | None, pre: float, post: float) -> float:
-    """The version ceiling: ``pre`` before ONTAP 9.9.1, ``post`` from 9.9.1 (and when unknown)."""
-    if version is not None and not version.at_least(9, 9, 1):
-        return pre
-    return post
-
-
 class Context:
     """The latest views of every source, joined, plus the engine's history."""
 

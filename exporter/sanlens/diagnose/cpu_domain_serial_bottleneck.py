@@ -27,9 +27,37 @@ from sanlens.diagnose.base import (
     serial_domains,
     wafl_exempt,
 )
+from sanlens.diagnose.spec import SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import NodeStats
 
-ID = "cpu_domain_serial_bottleneck"
+SPEC = DiagnosisSpec(
+    id="cpu_domain_serial_bottleneck",
+    title="Serial CPU domain bottleneck (Waffinity / Kahuna)",
+    summary=(
+        "Kahuna busy >= 50 % of one core (warning); serial occupancy U_K + U_W/(N_cpu-1) >= 90 % or any "
+        "single-threaded domain >= 90 % (critical). Average CPU may be low."
+    ),
+    subject="node",
+    thresholds=(
+        Threshold("kahuna_warning_ratio", 0.5, "ratio of one core", SRC_WAFFINITY, 0.05, 1.0, "above"),
+        Threshold("serial_critical_ratio", 0.9, "ratio of one core", SRC_WAFFINITY, 0.05, 1.0, "above"),
+    ),
+    sustain_s=900.0,
+    exit_s=600.0,
+    severity={1: "Kahuna >= 50 % of a core", 2: "serial occupancy or a serial domain >= 90 %"},
+    fix="Spread load across >= 4 volumes per aggregate (8 on large controllers) or use a FlexGroup.",
+    evidence=(
+        Evidence("kahuna_busy_ratio", "ratio of one core", "U_K", "Kahuna busy (of one core)", "percent"),
+        Evidence("max_serial_domain_busy_ratio", "ratio of one core", "", "busiest serial domain", "percent"),
+        Evidence("node_cpu_busy_ratio", "ratio", "average over the cores", "average CPU", "percent"),
+        Evidence("processors", "cores", "N_cpu", "processors"),
+        Evidence("wafl_exempt_busy_ratio", "ratio of one core", "U_W"),
+        Evidence("serial_occupancy_ratio", "ratio of one core", "U_K + U_W / (N_cpu - 1)"),
+    ),
+    dashboard=Dashboard("sanlens-ontap-cpu-domains", ("cluster", "node")),
+    ordered=(("kahuna_warning_ratio", "serial_critical_ratio"),),
+)
+ID = SPEC.id
 
 
 def occupancy(node: NodeStats) -> float | None:

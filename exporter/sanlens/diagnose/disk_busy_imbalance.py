@@ -19,9 +19,61 @@ import re
 import statistics
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, clamp01, labels, num, pct
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import DiskStats
 
-ID = "disk_busy_imbalance"
+SRC_REALLOC = "ONTAP aggregate expansion case: new disks stay hot until reallocate runs"
+
+SPEC = DiagnosisSpec(
+    id="disk_busy_imbalance",
+    title="Disk busy imbalance in an aggregate (reallocate)",
+    summary=(
+        "Within an aggregate's data disks: CV of busy > 0.3, or max/median > 1.5, or newest RAID group / "
+        "older > 1.5, with the busiest disk > 50 % busy."
+    ),
+    subject="aggregate",
+    thresholds=(
+        Threshold("cv", 0.3, "ratio", SRC_REALLOC, 0.01, 10.0, "above", "stdev / mean of disk busy"),
+        Threshold("max_to_median", 1.5, "ratio", SRC_REALLOC, 1.0, 100.0, "above"),
+        Threshold("newest_raid_group_ratio", 1.5, "ratio", SRC_REALLOC, 1.0, 100.0, "above"),
+        Threshold(
+            "min_max_busy_ratio", 0.5, "ratio", SRC_REALLOC, 0.0, 1.0, "above", "busiest disk must exceed"
+        ),
+        Threshold(
+            "critical_max_busy_ratio",
+            0.9,
+            "ratio",
+            "sanlens default: the hot disks are saturated",
+            0.0,
+            1.0,
+            "above",
+        ),
+        Threshold(
+            "min_disks",
+            3.0,
+            "disks",
+            "sanlens default: statistics need a few disks",
+            2.0,
+            10000.0,
+            "none",
+        ),
+    ),
+    sustain_s=1800.0,
+    exit_s=900.0,
+    severity={1: "imbalance with a disk > 50 % busy", 2: "and the busiest disk >= 90 %"},
+    fix="volume reallocation start / aggregate reallocation (HDD only).",
+    evidence=(
+        Evidence("busy_cv_ratio", "ratio", "stdev / mean of disk busy", "busy CV"),
+        Evidence("busy_max_ratio", "ratio", "busiest data disk", "busiest disk", "percent"),
+        Evidence("busy_max_to_median_ratio", "ratio", "", "max/median busy"),
+        Evidence("disks", "disks", "data disks with a busy value", "disks"),
+        Evidence("busy_mean_ratio", "ratio"),
+        Evidence("newest_raid_group_ratio", "ratio", "mean busy of the newest RAID group / the older ones"),
+    ),
+    dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),
+    ordered=(("min_max_busy_ratio", "critical_max_busy_ratio"),),
+)
+ID = SPEC.id
 NOT_DATA = frozenset({"spare", "broken", "unassigned", "maintenance", "unknown"})
 
 

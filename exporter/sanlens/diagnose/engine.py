@@ -23,39 +23,17 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import ModuleType
 from typing import Any
 
 from sanlens.config import Config, DiagnoseConfig
-from sanlens.diagnose import (
-    background_operation_impact,
-    cpu_domain_serial_bottleneck,
-    disk_busy_imbalance,
-    host_queue_limited,
-    latency_slo,
-    lun_iops_ceiling,
-    san_oversubscription,
-    volume_affinity_concentration,
-    volume_iops_ceiling,
-)
+from sanlens.diagnose import background_operation_impact
 from sanlens.diagnose.base import LABELS, Context, Observation, num
 from sanlens.diagnose.history import History
-from sanlens.diagnose.registry import REGISTRY, SEVERITY, relax, resolve, windows
+from sanlens.diagnose.registry import MODULES, REGISTRY, SEVERITY, relax, resolve, windows
 from sanlens.model import HostView, Metric, MetricBuilder, OntapView, Snapshot
 
 log = logging.getLogger(__name__)
 
-MODULES: tuple[ModuleType, ...] = (
-    san_oversubscription,
-    host_queue_limited,
-    lun_iops_ceiling,
-    volume_iops_ceiling,
-    cpu_domain_serial_bottleneck,
-    volume_affinity_concentration,
-    disk_busy_imbalance,
-    background_operation_impact,
-    latency_slo,
-)
 DIAG_LABELS = ("diagnosis", "subject", *LABELS)
 OP_LABELS = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
 STALE_MIN_S = 300.0  # a view older than this (and 5 poll intervals) no longer has subjects
@@ -185,7 +163,7 @@ class Engine:
         ctx = Context(now, self._ontap, self._hosts, self._history, self._cfg.backend_iops_capacity)
         seen: set[tuple[str, str]] = set()
         for mod in MODULES:
-            did: str = mod.ID
+            did = mod.SPEC.id
             try:
                 strict: list[Observation] = mod.evaluate(ctx, self._th)
                 relaxed = {o.key: o.level for o in mod.evaluate(ctx, self._relaxed)}

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 
+from sanlens.diagnose import iops_ceiling
 from sanlens.diagnose.base import (
     Context,
     Observation,
     Thresholds,
-    ceiling,
     clamp01,
     disk_key,
     disk_labels,
@@ -37,9 +37,104 @@ from sanlens.diagnose.base import (
     weighted_latency,
 )
 from sanlens.diagnose.latency_slo import class_level
+from sanlens.diagnose.spec import SRC_LUN_STUDY, SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import HostDiskStats
 
-ID = "host_queue_limited"
+SPEC = DiagnosisSpec(
+    id="host_queue_limited",
+    title="Host queue limited (too few LUNs)",
+    summary=(
+        "The host queue is full (N >= 0.9 Q_eff) and host latency is well above the array's "
+        "(R_host >= 2 S_array and R_host - S_array >= 1 ms) while the array is not saturated."
+    ),
+    subject="host disk",
+    thresholds=(
+        Threshold("min_latency_ratio", 2.0, "ratio", SRC_LUN_STUDY, 1.0, 1000.0, "above", "R_host / S_array"),
+        Threshold(
+            "min_latency_gap_seconds",
+            0.001,
+            "seconds",
+            "DESIGN.md: R_host - S_array >= 1 ms",
+            0.0,
+            10.0,
+            "above",
+            "R_host - S_array",
+        ),
+        Threshold(
+            "queue_fill_ratio",
+            0.9,
+            "ratio",
+            "DESIGN.md: outstanding IO >= 0.9 Q_eff",
+            0.1,
+            1.0,
+            "above",
+            "outstanding IO / (queue depth x paths)",
+        ),
+        Threshold(
+            "max_node_cpu_ratio",
+            0.8,
+            "ratio",
+            "sanlens default: an array node above 80 % CPU is itself the limit",
+            0.1,
+            1.0,
+            "below",
+            "average CPU of the LUN's node",
+        ),
+        Threshold(
+            "max_serial_domain_ratio",
+            0.9,
+            "ratio of one core",
+            SRC_WAFFINITY,
+            0.1,
+            1.0,
+            "below",
+            "busiest serial CPU domain of the LUN's node",
+        ),
+        Threshold(
+            "critical_latency_ratio",
+            5.0,
+            "ratio",
+            "sanlens default: the host queue adds 4x the array's own service time",
+            1.0,
+            1000.0,
+            "above",
+            "R_host / S_array at which the finding is critical",
+        ),
+        Threshold(
+            "target_queue_fill",
+            0.75,
+            "ratio",
+            "DESIGN.md: N_luns = ceil(X S_array / (0.75 Q_eff))",
+            0.1,
+            1.0,
+            "none",
+            "queue fill aimed at when sizing LUNs (recommendation only)",
+        ),
+    ),
+    sustain_s=600.0,
+    exit_s=600.0,
+    severity={1: "all conditions hold", 2: "and R_host >= critical_latency_ratio x S_array"},
+    fix="More LUNs: N = max(ceil(X S_array / (0.75 Q_eff)), ceil(X / X_lun)); <= 2048 commands per port.",
+    evidence=(
+        Evidence("outstanding_io", "commands", "N: queue length, or IOPS x R_host", "outstanding IO"),
+        Evidence("queue_effective_depth", "commands", "Q_eff: queue depth x active paths", "Q_eff"),
+        Evidence("host_latency_seconds", "seconds", "R_host, IOPS-weighted", "host latency", "duration"),
+        Evidence("array_latency_seconds", "seconds", "S_array, IOPS-weighted", "array latency", "duration"),
+        Evidence("luns_needed", "LUNs", "to carry the demand this concurrency would drive", "LUNs needed"),
+        Evidence("latency_ratio", "ratio", "R_host / S_array"),
+        Evidence("latency_gap_seconds", "seconds", "R_host - S_array"),
+        Evidence("queue_fill_ratio", "ratio", "N / Q_eff"),
+        Evidence("host_iops", "ops/s"),
+        Evidence("node_cpu_busy_ratio", "ratio", "average CPU of the LUN's node"),
+        Evidence(
+            "node_serial_domain_busy_ratio", "ratio of one core", "busiest serial domain of the LUN's node"
+        ),
+        Evidence("demand_estimate_iops", "ops/s", "N / S_array"),
+    ),
+    dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
+    ordered=(("min_latency_ratio", "critical_latency_ratio"),),
+)
+ID = SPEC.id
 PORT_LIMIT = 2048  # outstanding commands per FC target port
 
 
@@ -103,8 +198,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     if level and iops and r_host is not None:
         cluster = d.cluster or next(iter(ctx.ontap), "")
         version = ctx.version(cluster) if cluster else None
-        lt = th["lun_iops_ceiling"]
-        x_lun = ceiling(version, lt["ceiling_pre_9_9_1_iops"], lt["ceiling_iops"])
+        x_lun = iops_ceiling.ceiling(version, th["lun_iops_ceiling"])
         s = s_array if s_array else r_host / max(ratio or 1.0, 1.0)
         need_now = luns_needed(iops, s, q_eff, x_lun, t["target_queue_fill"])
         demand = (n or 0.0) / s if s else iops

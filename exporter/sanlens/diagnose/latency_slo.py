@@ -22,14 +22,72 @@ from sanlens.diagnose.base import (
     ms,
     worst_latency,
 )
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 
-ID = "latency_slo"
+SRC_LATENCY = (
+    "Microsoft SQL Server storage guidance: data files 10 ms good / 20 ms poor, "
+    "log files 2 ms good / 5 ms poor (DESIGN.md diagnosis table)"
+)
+CLASSES = ("data", "log", "tempdb")
+
+
+def _latency(name: str, default: float, help_: str) -> Threshold:
+    return Threshold(name, default, "seconds", SRC_LATENCY, 0.0001, 60.0, "above", help_)
+
+
+SPEC = DiagnosisSpec(
+    id="latency_slo",
+    title="Latency above its class objective",
+    summary="Host disk or ONTAP LUN latency above the thresholds of its data class (data, log, tempdb).",
+    subject="host disk or LUN",
+    thresholds=(
+        _latency("data_warning_seconds", 0.010, "data files: warning"),
+        _latency("data_critical_seconds", 0.020, "data files: critical"),
+        _latency("log_warning_seconds", 0.002, "transaction log: warning"),
+        _latency("log_critical_seconds", 0.005, "transaction log: critical"),
+        _latency("tempdb_warning_seconds", 0.010, "tempdb: warning (like data unless configured)"),
+        _latency("tempdb_critical_seconds", 0.020, "tempdb: critical (like data unless configured)"),
+        Threshold(
+            "min_iops",
+            5.0,
+            "ops/s",
+            "sanlens default: the latency of a near-idle disk says nothing",
+            0.0,
+            1e6,
+            "above",
+            "an op's latency counts only when that op runs at least this often",
+        ),
+    ),
+    sustain_s=300.0,
+    exit_s=300.0,
+    severity={1: "latency >= class warning", 2: "latency >= class critical"},
+    fix="The catch-all: look at the other diagnoses of the same subject for the cause.",
+    evidence=(
+        Evidence("host_latency_seconds", "seconds", "worse of read and write", "host latency", "duration"),
+        Evidence(
+            "lun_latency_seconds", "seconds", "worse of read and write", "ONTAP LUN latency", "duration"
+        ),
+        Evidence(
+            "warning_threshold_seconds", "seconds", "of the data class", "warning threshold", "duration"
+        ),
+        Evidence(
+            "critical_threshold_seconds", "seconds", "of the data class", "critical threshold", "duration"
+        ),
+        Evidence("host_read_iops", "ops/s"),
+        Evidence("host_write_iops", "ops/s"),
+        Evidence("lun_read_iops", "ops/s"),
+        Evidence("lun_write_iops", "ops/s"),
+    ),
+    dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
+    ordered=tuple((f"{c}_warning_seconds", f"{c}_critical_seconds") for c in CLASSES),
+)
+ID = SPEC.id
 
 
 def class_level(latency: float | None, data_class: str, th: Thresholds) -> tuple[int | None, float, float]:
     """(level, warning, critical) of a latency for a data class, from latency_slo's thresholds."""
     t = th[ID]
-    cls = data_class if data_class in ("data", "log", "tempdb") else "data"
+    cls = data_class if data_class in CLASSES else "data"
     warn, crit = t[f"{cls}_warning_seconds"], t[f"{cls}_critical_seconds"]
     if latency is None:
         return None, warn, crit

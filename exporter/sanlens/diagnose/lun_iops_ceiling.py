@@ -1,8 +1,7 @@
 """lun_iops_ceiling: one LUN near the single-LUN IOPS ceiling of its ONTAP version.
 
-NetApp's LUN/volume count study: a single LUN tops out near 35K IOPS before
-ONTAP 9.9.1 and near 100K from 9.9.1 (the version comes from the cluster's
-``OntapView.version``; unknown means the newer ceiling, to avoid false alarms).
+A single LUN tops out near 35K IOPS before ONTAP 9.9.1 and near 100K from 9.9.1
+(the judgement is shared with volume_iops_ceiling, see iops_ceiling.py).
 
 - ONTAP-only and joined: every LUN, on the array's IOPS.
 - Host-only: every host disk without a polled LUN behind it, on the host's IOPS.
@@ -10,51 +9,65 @@ ONTAP 9.9.1 and near 100K from 9.9.1 (the version comes from the cluster's
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
+from sanlens.diagnose import iops_ceiling
 from sanlens.diagnose.base import (
     Context,
     Observation,
     Thresholds,
-    ceiling,
-    clamp01,
     disk_key,
     disk_labels,
     labels,
     lun_key,
     total,
 )
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
 from sanlens.model import OntapVersion
 
-ID = "lun_iops_ceiling"
+SPEC = DiagnosisSpec(
+    id="lun_iops_ceiling",
+    title="LUN near its IOPS ceiling",
+    summary="Per-LUN IOPS >= 80 % of the ONTAP version's single-LUN ceiling (35K before 9.9.1, 100K from).",
+    subject="LUN (or an unmapped host disk)",
+    thresholds=iops_ceiling.thresholds(35000.0, 100000.0, 1e7),
+    sustain_s=600.0,
+    exit_s=600.0,
+    severity=iops_ceiling.SEVERITY,
+    fix="Spread the workload over more LUNs (8 per volume); upgrade to ONTAP 9.9.1 or later if older.",
+    evidence=(
+        Evidence("lun_iops", "ops/s", "read + write + other", "LUN IOPS", "iops"),
+        Evidence("lun_ceiling_iops", "ops/s", "of the cluster's ONTAP version", "ceiling", "iops"),
+        Evidence("lun_ceiling_fraction", "ratio", "IOPS / ceiling", "of ceiling", "percent"),
+        Evidence("host_iops", "ops/s", "an unmapped host disk: read + write", "host IOPS", "iops"),
+        Evidence("host_ceiling_iops", "ops/s", "", "host ceiling", "iops"),
+        Evidence("host_ceiling_fraction", "ratio", "host IOPS / ceiling"),
+    ),
+    dashboard=Dashboard("sanlens-lun-volume", ("cluster", "svm", "volume")),
+    ordered=iops_ceiling.ORDERED,
+)
+ID = SPEC.id
 
 
 def judge(
     iops: float | None, version: OntapVersion | None, t: Mapping[str, float], what: str
 ) -> tuple[int | None, float, dict[str, float | None], str]:
-    """(level, score, evidence, advice) of an IOPS rate against a version ceiling."""
-    cap = ceiling(version, t["ceiling_pre_9_9_1_iops"], t["ceiling_iops"])
-    frac = iops / cap if iops is not None else None
-    ev: dict[str, float | None] = {"iops": iops, "ceiling_iops": cap, "ceiling_fraction": frac}
-    if frac is None:
-        return None, 0.0, ev, ""
-    level = 2 if frac >= t["critical_fraction"] else 1 if frac >= t["warning_fraction"] else 0
+    """(level, score, evidence, advice) of an IOPS rate against the single-LUN ceiling."""
+    j = iops_ceiling.judge(iops, version, t)
+    ev: dict[str, float | None] = {"iops": iops, "ceiling_iops": j.ceiling, "ceiling_fraction": j.fraction}
     advice = ""
-    if level:
-        ver = f"ONTAP {version}" if version else "an ONTAP of unknown version"
-        luns = math.ceil((iops or 0.0) / (t["warning_fraction"] * cap * 0.9))
+    if j.level and j.fraction is not None:
         upgrade = (
             f" Upgrading to ONTAP 9.9.1 or later raises the ceiling to {t['ceiling_iops']:.0f} IOPS."
-            if version is not None and not version.at_least(9, 9, 1)
+            if iops_ceiling.older(version)
             else ""
         )
         advice = (
-            f"{what} runs {iops:.0f} IOPS, {frac * 100:.0f} % of the ~{cap:.0f} IOPS a single LUN "
-            f"sustains on {ver}. Spread the workload over at least {max(luns, 2)} LUNs (up to 8 per "
+            f"{what} runs {iops:.0f} IOPS, {j.fraction * 100:.0f} % of the ~{j.ceiling:.0f} IOPS a single LUN "
+            f"sustains on {j.on}. Spread the workload over at least {max(j.spread, 2)} LUNs (up to 8 per "
             f"volume) so no LUN runs near its ceiling.{upgrade}"
         )
-    return level, clamp01(frac), ev, advice
+    return j.level, j.score, ev, advice
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:

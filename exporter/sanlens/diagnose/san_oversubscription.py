@@ -33,9 +33,78 @@ from sanlens.diagnose.base import (
     worst_latency,
 )
 from sanlens.diagnose.latency_slo import class_level
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import HostDiskStats
 
-ID = "san_oversubscription"
+SRC_MS_OVERSUB = (
+    "Microsoft SQL Server SAN over-subscription case: seconds of host latency with disks "
+    "> 50 % idle, cured by 2 -> 4 -> 6 front-end adapters"
+)
+
+SPEC = DiagnosisSpec(
+    id="san_oversubscription",
+    title="SAN over-subscription (fabric / front-end bottleneck)",
+    summary=(
+        "Host latency above its class threshold while the host disk is mostly idle and the array "
+        "has headroom; with array data, host latency >= 5x the LUN latency."
+    ),
+    subject="host disk",
+    thresholds=(
+        Threshold(
+            "min_idle_ratio", 0.5, "ratio", SRC_MS_OVERSUB, 0.0, 1.0, "above", "host disk % idle / 100"
+        ),
+        Threshold(
+            "max_backend_utilization",
+            0.5,
+            "ratio",
+            "DESIGN.md: spindle-equivalent utilization E = backend IOPS / capacity < 0.5",
+            0.0,
+            1.0,
+            "below",
+            "host IOPS / backend_iops_capacity, or mean busy of the LUN's aggregate disks",
+        ),
+        Threshold(
+            "min_host_to_array_latency_ratio",
+            5.0,
+            "ratio",
+            SRC_MS_OVERSUB,
+            1.0,
+            1000.0,
+            "above",
+            "host latency / ONTAP LUN latency (joined data only)",
+        ),
+    ),
+    sustain_s=600.0,
+    exit_s=600.0,
+    severity={
+        1: "latency >= class warning (or critical without any utilization evidence)",
+        2: "latency >= class critical, idle, headroom (and >= 5x the LUN latency when joined)",
+    },
+    fix="Add FC target ports or paths; check fan-in (7:1 to 12:1), zoning and HBA queue depth.",
+    evidence=(
+        Evidence("host_latency_seconds", "seconds", "worse of read and write", "host latency", "duration"),
+        Evidence("lun_latency_seconds", "seconds", "IOPS-weighted", "ONTAP LUN latency", "duration"),
+        Evidence("host_to_array_latency_ratio", "ratio", "IOPS-weighted", "host/array latency"),
+        Evidence("host_idle_ratio", "ratio", "", "disk idle", "percent"),
+        Evidence(
+            "backend_utilization_ratio",
+            "ratio",
+            "mean busy of the LUN's aggregate disks, or host IOPS / backend_iops_capacity",
+            "backend utilization",
+            "percent",
+        ),
+        Evidence("host_iops", "ops/s", "", "host IOPS", "iops"),
+        Evidence(
+            "fc_port_queue_full_per_second", "1/s", "the node's FC target ports", "FC port queue-full/s"
+        ),
+        Evidence("fc_port_utilization_ratio", "ratio", "of link speed", "busiest FC port", "percent"),
+        Evidence("host_read_latency_seconds", "seconds"),
+        Evidence("host_write_latency_seconds", "seconds"),
+        Evidence("critical_threshold_seconds", "seconds", "latency_slo's, for the data class"),
+    ),
+    dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
+)
+ID = SPEC.id
 
 
 def aggregate_busy(ctx: Context, cluster: str, aggregate: str) -> float | None:

@@ -25,8 +25,60 @@ from sanlens.diagnose.base import (
     total,
     wafl_exempt,
 )
+from sanlens.diagnose.spec import SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
 
-ID = "volume_affinity_concentration"
+SPEC = DiagnosisSpec(
+    id="volume_affinity_concentration",
+    title="One volume carries its aggregate (affinity concentration)",
+    summary="One volume carries >= 80 % of its aggregate's ops while the node shows serial or WAFL_Ex pressure.",
+    subject="aggregate",
+    thresholds=(
+        Threshold(
+            "volume_share", 0.8, "ratio", SRC_WAFFINITY, 0.1, 1.0, "above", "busiest volume / aggregate ops"
+        ),
+        Threshold("kahuna_pressure_ratio", 0.5, "ratio of one core", SRC_WAFFINITY, 0.05, 1.0, "above"),
+        Threshold(
+            "wafl_exempt_pressure_ratio",
+            0.5,
+            "ratio of one core",
+            SRC_WAFFINITY,
+            0.05,
+            1.0,
+            "above",
+            "wafl_exempt / (N_cpu - 1)",
+        ),
+        Threshold(
+            "min_aggregate_iops",
+            100.0,
+            "ops/s",
+            "sanlens default: ignore near-idle aggregates",
+            0.0,
+            1e8,
+            "above",
+        ),
+    ),
+    sustain_s=900.0,
+    exit_s=600.0,
+    severity={1: "concentration with node pressure"},
+    fix="More volumes per aggregate (>= 4), or a FlexGroup.",
+    evidence=(
+        Evidence("volumes", "volumes", "on the aggregate", "volumes on the aggregate"),
+        Evidence(
+            "top_volume_share_ratio",
+            "ratio",
+            "busiest volume / aggregate ops",
+            "top volume's ops share",
+            "percent",
+        ),
+        Evidence(
+            "kahuna_busy_ratio", "ratio of one core", "of the aggregate's node", "Kahuna busy", "percent"
+        ),
+        Evidence("aggregate_iops", "ops/s", "sum of its volumes", "aggregate IOPS", "iops"),
+        Evidence("wafl_exempt_per_core_ratio", "ratio of one core", "wafl_exempt / (N_cpu - 1)"),
+    ),
+    dashboard=Dashboard("sanlens-ontap-cpu-domains", ("cluster", "node")),
+)
+ID = SPEC.id
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:

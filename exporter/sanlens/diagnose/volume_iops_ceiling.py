@@ -1,8 +1,9 @@
 """volume_iops_ceiling: one FlexVol near the per-volume IOPS ceiling of its ONTAP version.
 
-NetApp's LUN/volume count study: a volume tops out near 115K IOPS before ONTAP
-9.9.1 and near 240K from 9.9.1. Write-heavy load (write share >= 30 %) on one
-volume near its ceiling is critical: the study's advice is two volumes.
+A volume tops out near 115K IOPS before ONTAP 9.9.1 and near 240K from 9.9.1
+(the judgement is shared with lun_iops_ceiling, see iops_ceiling.py). Write-heavy
+load (write share >= 30 %) on one volume near its ceiling is critical: the
+study's advice is two volumes.
 
 - ONTAP-only and joined: every volume, on the array's IOPS.
 - Host-only: host disks statically mapped to a volume that is not polled are
@@ -12,23 +13,48 @@ volume near its ceiling is critical: the study's advice is two volumes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
-from sanlens.diagnose.base import (
-    Context,
-    Observation,
-    Thresholds,
-    ceiling,
-    clamp01,
-    labels,
-    num,
-    total,
-    volume_key,
-)
+from sanlens.diagnose import iops_ceiling
+from sanlens.diagnose.base import Context, Observation, Thresholds, labels, num, total, volume_key
+from sanlens.diagnose.spec import SRC_LUN_STUDY, Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import OntapVersion
 
-ID = "volume_iops_ceiling"
+SPEC = DiagnosisSpec(
+    id="volume_iops_ceiling",
+    title="Volume near its IOPS ceiling",
+    summary="Per-volume IOPS >= 80 % of the version ceiling (115K before 9.9.1, 240K from 9.9.1).",
+    subject="volume",
+    thresholds=(
+        *iops_ceiling.thresholds(115000.0, 240000.0, 1e8),
+        Threshold(
+            "write_share",
+            0.3,
+            "ratio",
+            SRC_LUN_STUDY,
+            0.0,
+            1.0,
+            "above",
+            "write share at which a volume near its ceiling is critical (write-heavy load wants 2 volumes)",
+        ),
+    ),
+    sustain_s=600.0,
+    exit_s=600.0,
+    severity={
+        1: "IOPS >= 80 % of the ceiling",
+        2: "IOPS >= the ceiling, or >= 80 % with write share >= 30 %",
+    },
+    fix="Spread the workload: 8 LUNs per volume, 2 volumes for write-heavy load; upgrade to 9.9.1+.",
+    evidence=(
+        Evidence("volume_iops", "ops/s", "total, or read + write + other", "volume IOPS", "iops"),
+        Evidence("volume_ceiling_iops", "ops/s", "of the cluster's ONTAP version", "ceiling", "iops"),
+        Evidence("volume_ceiling_fraction", "ratio", "IOPS / ceiling", "of ceiling", "percent"),
+        Evidence("volume_write_share_ratio", "ratio", "writes / (reads + writes)", "write share", "percent"),
+    ),
+    dashboard=Dashboard("sanlens-lun-volume", ("cluster", "svm", "volume")),
+    ordered=iops_ceiling.ORDERED,
+)
+ID = SPEC.id
 
 
 def _judge(
@@ -39,38 +65,31 @@ def _judge(
     t: Mapping[str, float],
     what: str,
 ) -> tuple[int | None, float, dict[str, float | None], str]:
-    cap = ceiling(version, t["ceiling_pre_9_9_1_iops"], t["ceiling_iops"])
-    frac = iops / cap if iops is not None else None
     rw = total(reads, writes)
     share = (writes or 0.0) / rw if rw else None
+    write_heavy = share is not None and share >= t["write_share"]
+    j = iops_ceiling.judge(iops, version, t, escalate=write_heavy)
     ev: dict[str, float | None] = {
         "volume_iops": iops,
-        "volume_ceiling_iops": cap,
-        "volume_ceiling_fraction": frac,
+        "volume_ceiling_iops": j.ceiling,
+        "volume_ceiling_fraction": j.fraction,
         "volume_write_share_ratio": share,
     }
-    if frac is None:
-        return None, 0.0, ev, ""
-    write_heavy = share is not None and share >= t["write_share"]
-    level = 0
-    if frac >= t["warning_fraction"]:
-        level = 2 if frac >= t["critical_fraction"] or write_heavy else 1
     advice = ""
-    if level:
-        vols = max(math.ceil((iops or 0.0) / (t["warning_fraction"] * cap * 0.9)), 2 if write_heavy else 1, 2)
-        ver = f"ONTAP {version}" if version else "an ONTAP of unknown version"
+    if j.level and j.fraction is not None:
+        vols = max(j.spread, 2 if write_heavy else 1, 2)
         upgrade = (
             f" Upgrading to ONTAP 9.9.1 or later raises it to {t['ceiling_iops']:.0f} IOPS."
-            if version is not None and not version.at_least(9, 9, 1)
+            if iops_ceiling.older(version)
             else ""
         )
         advice = (
-            f"{what} runs {iops:.0f} IOPS ({(share or 0) * 100:.0f} % writes), {frac * 100:.0f} % of the "
-            f"~{cap:.0f} IOPS one volume sustains on {ver}. Spread the workload over {vols} volumes with "
+            f"{what} runs {iops:.0f} IOPS ({(share or 0) * 100:.0f} % writes), {j.fraction * 100:.0f} % of the "
+            f"~{j.ceiling:.0f} IOPS one volume sustains on {j.on}. Spread the workload over {vols} volumes with "
             f"up to 8 LUNs each{' (write-heavy load wants 2 volumes at least)' if write_heavy else ''}."
             f"{upgrade}"
         )
-    return level, clamp01(frac), ev, advice
+    return j.level, j.score, ev, advice
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
