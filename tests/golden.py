@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import re
 import sys
 import urllib.request
@@ -107,7 +108,9 @@ def mask(text: str) -> str:
     return _BUILD_INFO.sub(r'\1{python_version="<masked>",version="<masked>"}', text)
 
 
+@functools.cache
 def golden_text() -> str:
+    """The masked page; rendered once per process (the golden and the docs tests share it)."""
     return mask(render())
 
 

@@ -39,7 +39,7 @@ def test_metrics_page_matches_the_golden_file(page: str) -> None:
 
 
 def test_rendering_is_reproducible(page: str) -> None:
-    assert golden.golden_text() == page
+    assert golden.mask(golden.render()) == page
 
 
 def test_promtool_check_metrics_parses_the_page_and_finds_only_accepted_lint(page: str) -> None:
