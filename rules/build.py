@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Writes rules/sanlens.rules.yaml, the one rules file Prometheus, promtool and the Helm chart load.
 
-Why a generator: every diagnosis alert comes from the diagnosis registry
-(``sanlens.diagnose.registry``), so a new diagnosis gets its warning and
-critical alert, runbook link and dashboard link without anyone retyping an id.
-The output is committed; ``--check`` (run by the tests) fails when it is stale.
+Why a generator: every diagnosis alert comes from the diagnosis's own spec
+(``SPEC`` in ``sanlens.diagnose.<id>``: title, severity policy, fix, the evidence
+it quotes and how, its dashboard), so a new diagnosis gets its warning and
+critical alert, runbook link and dashboard link without anyone retyping an id or
+an evidence name. Selectors and links come from mixin/config.py, shared with the
+dashboards; the flags override it. The output is committed; ``--check`` (run by
+the tests) fails when it is stale.
 
     python3 rules/build.py                      # rewrite rules/sanlens.rules.yaml
     python3 rules/build.py --check              # exit 1 if the committed file differs
     python3 rules/build.py -o my.rules.yaml \\
         --runbook-base-url https://wiki.example.com/runbooks \\
-        --dashboard-base-url https://grafana.example.com   # your own links
+        --dashboard-base-url https://grafana.example.com \\
+        --job-selector 'job="storage-exporter"'    # your own links and scrape job
 
 Conventions follow the monitoring-mixins: recording rules are named
 ``level:metric:operations``; alerts are ``Sanlens<CamelCase id>`` with a
@@ -21,9 +25,10 @@ the subject and the evidence, ``runbook_url`` and ``dashboard_url``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,107 +36,23 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "exporter"))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-from sanlens.diagnose.registry import REGISTRY, alert_name  # noqa: E402
+import mixin.config  # noqa: E402  (puts exporter/ on sys.path)
+from mixin.config import MixinConfig  # noqa: E402
+
+from sanlens.diagnose.registry import REGISTRY  # noqa: E402
+from sanlens.diagnose.spec import DiagnosisSpec, Evidence  # noqa: E402
 
 OUT = HERE / "sanlens.rules.yaml"
-RUNBOOK_BASE = "https://github.com/sanlens/sanlens/blob/main/docs/runbooks"
-DASHBOARD_BASE = "http://localhost:3000"  # Grafana's default address; override per site
+DEFAULT = mixin.config.DEFAULT
 SEVERITY = {1: "warning", 2: "critical"}
 # Alert `for:` on top of the engine's own sustain window (which already proves the
 # signature lasted): enough to ride out one bad scrape, short enough to page early.
 FOR = {1: "10m", 2: "5m"}
 EXPORTER_RUNBOOK = "sanlens_exporter.md"
-JOB = 'job=~".*sanlens.*"'  # the scrape job(s) of the exporter; --job-selector overrides
-
-
-@dataclass(frozen=True)
-class Ev:
-    """One evidence value quoted in an alert description."""
-
-    name: str
-    text: str
-    fmt: str  # duration | percent | number | iops (a key of _FMT)
-
-
-# The evidence each description quotes (names as the engine exposes them); absent ones are left out.
-EVIDENCE: dict[str, tuple[Ev, ...]] = {
-    "latency_slo": (
-        Ev("host_latency_seconds", "host latency", "duration"),
-        Ev("lun_latency_seconds", "ONTAP LUN latency", "duration"),
-        Ev("warning_threshold_seconds", "warning threshold", "duration"),
-        Ev("critical_threshold_seconds", "critical threshold", "duration"),
-    ),
-    "san_oversubscription": (
-        Ev("host_latency_seconds", "host latency", "duration"),
-        Ev("lun_latency_seconds", "ONTAP LUN latency", "duration"),
-        Ev("host_to_array_latency_ratio", "host/array latency", "number"),
-        Ev("host_idle_ratio", "disk idle", "percent"),
-        Ev("backend_utilization_ratio", "backend utilization", "percent"),
-        Ev("host_iops", "host IOPS", "iops"),
-        Ev("fc_port_queue_full_per_second", "FC port queue-full/s", "number"),
-        Ev("fc_port_utilization_ratio", "busiest FC port", "percent"),
-    ),
-    "host_queue_limited": (
-        Ev("outstanding_io", "outstanding IO", "number"),
-        Ev("queue_effective_depth", "Q_eff", "number"),
-        Ev("host_latency_seconds", "host latency", "duration"),
-        Ev("array_latency_seconds", "array latency", "duration"),
-        Ev("luns_needed", "LUNs needed", "number"),
-    ),
-    "lun_iops_ceiling": (
-        Ev("lun_iops", "LUN IOPS", "iops"),
-        Ev("lun_ceiling_iops", "ceiling", "iops"),
-        Ev("lun_ceiling_fraction", "of ceiling", "percent"),
-        Ev("host_iops", "host IOPS", "iops"),
-        Ev("host_ceiling_iops", "host ceiling", "iops"),
-    ),
-    "volume_iops_ceiling": (
-        Ev("volume_iops", "volume IOPS", "iops"),
-        Ev("volume_ceiling_iops", "ceiling", "iops"),
-        Ev("volume_ceiling_fraction", "of ceiling", "percent"),
-        Ev("volume_write_share_ratio", "write share", "percent"),
-    ),
-    "cpu_domain_serial_bottleneck": (
-        Ev("kahuna_busy_ratio", "Kahuna busy (of one core)", "percent"),
-        Ev("max_serial_domain_busy_ratio", "busiest serial domain", "percent"),
-        Ev("node_cpu_busy_ratio", "average CPU", "percent"),
-        Ev("processors", "processors", "number"),
-    ),
-    "volume_affinity_concentration": (
-        Ev("volumes", "volumes on the aggregate", "number"),
-        Ev("top_volume_share_ratio", "top volume's ops share", "percent"),
-        Ev("kahuna_busy_ratio", "Kahuna busy", "percent"),
-        Ev("aggregate_iops", "aggregate IOPS", "iops"),
-    ),
-    "disk_busy_imbalance": (
-        Ev("busy_cv_ratio", "busy CV", "number"),
-        Ev("busy_max_ratio", "busiest disk", "percent"),
-        Ev("busy_max_to_median_ratio", "max/median busy", "number"),
-        Ev("disks", "disks", "number"),
-    ),
-    "background_operation_impact": (
-        Ev("active_operations", "active operations", "number"),
-        Ev("done_percent", "done (%)", "number"),
-        Ev("eta_seconds", "ETA", "duration"),
-        Ev("volume_latency_seconds", "volume latency", "duration"),
-        Ev("latency_ratio", "latency vs baseline", "number"),
-    ),
-}
-
-# Which dashboard shows a diagnosis, and the subject labels that become its variables.
-DASHBOARD: dict[str, tuple[str, tuple[str, ...]]] = {
-    "latency_slo": ("sanlens-io-path", ("cluster", "host")),
-    "san_oversubscription": ("sanlens-io-path", ("cluster", "host")),
-    "host_queue_limited": ("sanlens-io-path", ("cluster", "host")),
-    "lun_iops_ceiling": ("sanlens-lun-volume", ("cluster", "svm", "volume")),
-    "volume_iops_ceiling": ("sanlens-lun-volume", ("cluster", "svm", "volume")),
-    "cpu_domain_serial_bottleneck": ("sanlens-ontap-cpu-domains", ("cluster", "node")),
-    "volume_affinity_concentration": ("sanlens-ontap-cpu-domains", ("cluster", "node")),
-    "disk_busy_imbalance": ("sanlens-disks", ("cluster", "aggregate")),
-    "background_operation_impact": ("sanlens-disks", ("cluster", "aggregate")),
-}
+OVERVIEW_UID = "sanlens-overview"
 
 _FMT = {
     "duration": "{{ . | first | value | humanizeDuration }}",
@@ -141,57 +62,90 @@ _FMT = {
 }
 
 
-def evidence_template(diagnosis: str, ev: Ev) -> str:
+def _selector(cfg: MixinConfig, *matchers: str) -> str:
+    return ",".join(m for m in (cfg.job_selector, *matchers) if m)
+
+
+def metric(cfg: MixinConfig, name: str, *matchers: str) -> str:
+    """``name{<job selector>,<matchers>}``: every alert reads the series of the exporter's own job."""
+    sel = _selector(cfg, *matchers)
+    return f"{name}{{{sel}}}" if sel else name
+
+
+def query(cfg: MixinConfig, name: str, matchers: str, args: str) -> str:
+    """A Go template pipeline ``printf "<name{job, matchers}>" args | query`` (``matchers`` holds the verbs)."""
+    sel = _selector(replace(cfg, job_selector=cfg.job_selector.replace("%", "%%")), matchers)
+    return f"printf {json.dumps(f'{name}{{{sel}}}', ensure_ascii=False)} {args} | query"
+
+
+def evidence_template(cfg: MixinConfig, diagnosis: str, ev: Evidence) -> str:
     """A Go-template fragment that looks the evidence up for this alert's subject (omitted when absent)."""
-    q = (
-        f'printf "sanlens_diagnosis_evidence{{diagnosis=%q,subject=%q,evidence=%q}}" '
-        f'"{diagnosis}" $labels.subject "{ev.name}"'
+    q = query(
+        cfg,
+        "sanlens_diagnosis_evidence",
+        "diagnosis=%q,subject=%q,evidence=%q",
+        f'"{diagnosis}" $labels.subject "{ev.name}"',
     )
-    return f"{{{{ with {q} | query }}}}{ev.text} {_FMT[ev.fmt]}; {{{{ end }}}}"
+    return f"{{{{ with {q} }}}}{ev.quote} {_FMT[ev.fmt]}; {{{{ end }}}}"
 
 
-def dashboard_url(base: str, uid: str, labels: Sequence[str]) -> str:
+def dashboard_url(cfg: MixinConfig, uid: str, labels: Sequence[str]) -> str:
+    """A link to a dashboard with the alert's subject labels as its variables; the uid takes the site's prefix."""
+    uid = cfg.dashboard_uid_prefix + uid.removeprefix(DEFAULT.dashboard_uid_prefix)
     vars_ = "".join(
         f"{{{{ with $labels.{lb} }}}}&var-{lb}={{{{ . | urlquery }}}}{{{{ end }}}}" for lb in labels
     )
-    return f"{base.rstrip('/')}/d/{uid}/{uid}?orgId=1{vars_}"
+    return f"{cfg.dashboard_base_url.rstrip('/')}/d/{uid}/{uid}?orgId=1{vars_}"
 
 
-def diagnosis_alerts(runbook_base: str, dash_base: str) -> list[dict[str, Any]]:
-    rules: list[dict[str, Any]] = []
-    for did, spec in REGISTRY.items():
-        uid, dvars = DASHBOARD[did]
-        evidence = "".join(evidence_template(did, ev) for ev in EVIDENCE[did])
-        for state in sorted(spec.severity):
-            sev = SEVERITY[state]
-            # Warning fires from state >= 1 so it does not resolve and re-page when a finding
-            # escalates; Alertmanager's inhibit rule mutes it while the critical fires.
-            op = "==" if state == 2 else ">="
-            rules.append(
-                {
-                    "alert": alert_name(did),
-                    "expr": f'sanlens_diagnosis_state{{diagnosis="{did}"}} {op} {state}',
-                    "for": FOR[state],
-                    "labels": {"severity": sev},
-                    "annotations": {
-                        "summary": f"{spec.title}.",
-                        "description": (
-                            f"{sev.capitalize()} {did} on {{{{ $labels.subject }}}} "
-                            f"(cluster {{{{ $labels.cluster }}}}): {spec.severity[state]}.\n"
-                            f"Evidence: {evidence}\n"
-                            f"Fix: {spec.fix}"
-                        ),
-                        "runbook_url": f"{runbook_base.rstrip('/')}/{did}.md",
-                        "dashboard_url": dashboard_url(dash_base, uid, dvars),
-                    },
-                }
-            )
-    return rules
+def runbook_url(cfg: MixinConfig, page: str) -> str:
+    return f"{cfg.runbook_base_url.rstrip('/')}/{page}"
 
 
-def health_alerts(runbook_base: str, dash_base: str, job: str = JOB) -> list[dict[str, Any]]:
-    runbook = f"{runbook_base.rstrip('/')}/{EXPORTER_RUNBOOK}"
-    overview = dashboard_url(dash_base, "sanlens-overview", ("cluster",))
+def diagnosis_alerts(cfg: MixinConfig) -> list[dict[str, Any]]:
+    """A warning and/or critical alert per diagnosis, as its spec's severity policy lists them."""
+    return [
+        _diagnosis_alert(cfg, spec, state) for spec in REGISTRY.values() for state in sorted(spec.severity)
+    ]
+
+
+def _diagnosis_alert(cfg: MixinConfig, spec: DiagnosisSpec, state: int) -> dict[str, Any]:
+    did, sev = spec.id, SEVERITY[state]
+    evidence = "".join(evidence_template(cfg, did, ev) for ev in spec.quoted())
+    # Warning fires from state >= 1 so it does not resolve and re-page when a finding
+    # escalates; Alertmanager's inhibit rule mutes it while the critical fires.
+    op = "==" if state == 2 else ">="
+    return {
+        "alert": spec.alert,
+        "expr": f"{metric(cfg, 'sanlens_diagnosis_state', f'diagnosis={json.dumps(did)}')} {op} {state}",
+        "for": FOR[state],
+        "labels": {"severity": sev},
+        "annotations": {
+            "summary": f"{spec.title}.",
+            "description": (
+                f"{sev.capitalize()} {did} on {{{{ $labels.subject }}}} "
+                f"(cluster {{{{ $labels.cluster }}}}): {spec.severity[state]}.\n"
+                f"Evidence: {evidence}\n"
+                f"Fix: {spec.fix}"
+            ),
+            "runbook_url": runbook_url(cfg, spec.runbook.rsplit("/", 1)[-1]),
+            "dashboard_url": dashboard_url(cfg, spec.dashboard.uid, spec.dashboard.variables),
+        },
+    }
+
+
+def health_alerts(cfg: MixinConfig) -> list[dict[str, Any]]:
+    """The exporter's own health: scrapes, target polls, staleness, and running background operations."""
+    runbook = runbook_url(cfg, EXPORTER_RUNBOOK)
+    overview = dashboard_url(cfg, OVERVIEW_UID, ("cluster",))
+    interval = metric(cfg, "sanlens_poll_interval_seconds")
+    background = REGISTRY["background_operation_impact"]
+    eta = query(
+        cfg,
+        "sanlens_background_operation_eta_seconds",
+        "cluster=%q,aggregate=%q,raid_group=%q,volume=%q,operation=%q",
+        "$labels.cluster $labels.aggregate $labels.raid_group $labels.volume $labels.operation",
+    )
 
     def alert(
         name: str,
@@ -218,7 +172,7 @@ def health_alerts(runbook_base: str, dash_base: str, job: str = JOB) -> list[dic
     return [
         alert(
             "SanlensExporterDown",
-            f"up{{{job}}} == 0",
+            f"{metric(cfg, 'up')} == 0",
             "5m",
             "critical",
             "Prometheus cannot scrape the sanlens exporter.",
@@ -227,7 +181,7 @@ def health_alerts(runbook_base: str, dash_base: str, job: str = JOB) -> list[dic
         ),
         alert(
             "SanlensTargetDown",
-            "sanlens_target_up == 0",
+            f"{metric(cfg, 'sanlens_target_up')} == 0",
             "5m",
             "warning",
             "sanlens cannot poll one of its targets.",
@@ -236,7 +190,7 @@ def health_alerts(runbook_base: str, dash_base: str, job: str = JOB) -> list[dic
         ),
         alert(
             "SanlensPollErrors",
-            "sum without (reason) (increase(sanlens_poll_errors_total[15m])) > 3",
+            f"sum without (reason) (increase({metric(cfg, 'sanlens_poll_errors_total')}[15m])) > 3",
             "15m",
             "warning",
             "sanlens polls of a target keep failing.",
@@ -245,7 +199,7 @@ def health_alerts(runbook_base: str, dash_base: str, job: str = JOB) -> list[dic
         ),
         alert(
             "SanlensStaleData",
-            "(time() - sanlens_last_poll_timestamp_seconds) > 5 * sanlens_poll_interval_seconds",
+            f"(time() - {metric(cfg, 'sanlens_last_poll_timestamp_seconds')}) > 5 * {interval}",
             "5m",
             "warning",
             "sanlens data for a target is stale.",
@@ -254,7 +208,7 @@ def health_alerts(runbook_base: str, dash_base: str, job: str = JOB) -> list[dic
         ),
         alert(
             "SanlensSlowPolls",
-            "sanlens_poll_duration_seconds > 0.8 * sanlens_poll_interval_seconds",
+            f"{metric(cfg, 'sanlens_poll_duration_seconds')} > 0.8 * {interval}",
             "15m",
             "warning",
             "sanlens polls take most of their interval.",
@@ -263,18 +217,16 @@ def health_alerts(runbook_base: str, dash_base: str, job: str = JOB) -> list[dic
         ),
         alert(
             "SanlensBackgroundOperationRunning",
-            "sanlens_background_operation_percent_done < 100",
+            f"{metric(cfg, 'sanlens_background_operation_percent_done')} < 100",
             "",
             "info",
             "A RAID rebuild, resync or volume move is running.",
             "{{ $labels.operation }} on {{ $labels.cluster }}/{{ $labels.aggregate }}{{ with $labels.raid_group }} "
             '{{ . }}{{ end }}{{ with $labels.volume }} volume {{ . }}{{ end }} is {{ $value | printf "%.0f" }} % done'
-            '{{ with printf "sanlens_background_operation_eta_seconds{cluster=%q,aggregate=%q,raid_group=%q,'
-            'volume=%q,operation=%q}" $labels.cluster $labels.aggregate $labels.raid_group $labels.volume '
-            "$labels.operation | query }}, about {{ . | first | value | humanizeDuration }} left{{ end }}. "
-            "Informational: routed to no pager unless it hurts latency (SanlensBackgroundOperationImpact).",
-            f"{runbook_base.rstrip('/')}/background_operation_impact.md",
-            dashboard_url(dash_base, "sanlens-disks", ("cluster", "aggregate")),
+            f"{{{{ with {eta} }}}}, about {{{{ . | first | value | humanizeDuration }}}} left{{{{ end }}}}. "
+            f"Informational: routed to no pager unless it hurts latency ({background.alert}).",
+            runbook_url(cfg, background.runbook.rsplit("/", 1)[-1]),
+            dashboard_url(cfg, background.dashboard.uid, background.dashboard.variables),
         ),
     ]
 
@@ -356,14 +308,12 @@ def recording_rules() -> list[dict[str, Any]]:
     return [{"record": name, "expr": expr} for name, expr in rec]
 
 
-def build(
-    runbook_base: str = RUNBOOK_BASE, dash_base: str = DASHBOARD_BASE, job: str = JOB
-) -> dict[str, Any]:
+def build(cfg: MixinConfig = DEFAULT) -> dict[str, Any]:
     return {
         "groups": [
             {"name": "sanlens.recording", "rules": recording_rules()},
-            {"name": "sanlens.diagnoses", "rules": diagnosis_alerts(runbook_base, dash_base)},
-            {"name": "sanlens.exporter", "rules": health_alerts(runbook_base, dash_base, job)},
+            {"name": "sanlens.diagnoses", "rules": diagnosis_alerts(cfg)},
+            {"name": "sanlens.exporter", "rules": health_alerts(cfg)},
         ]
     }
 
@@ -380,13 +330,13 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 HEADER = """\
-# Generated by rules/build.py from sanlens.diagnose.registry - edit the generator, not this file.
+# Generated by rules/build.py from the diagnosis specs (sanlens.diagnose) and mixin/config.py - edit those, not this file.
 # Load into Prometheus (rule_files:), promtool, or the Helm chart's PrometheusRule.
 """
 
 
-def render(runbook_base: str = RUNBOOK_BASE, dash_base: str = DASHBOARD_BASE, job: str = JOB) -> str:
-    body = yaml.dump(build(runbook_base, dash_base, job), Dumper=_Dumper, sort_keys=False, width=100_000)
+def render(cfg: MixinConfig = DEFAULT) -> str:
+    body = yaml.dump(build(cfg), Dumper=_Dumper, sort_keys=False, width=100_000)
     return HEADER + body
 
 
@@ -394,13 +344,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="fail if the committed file differs from the build")
     ap.add_argument("-o", "--output", type=Path, default=OUT, help=f"output file (default: {OUT.name})")
-    ap.add_argument("--runbook-base-url", default=RUNBOOK_BASE, help="where docs/runbooks/*.md are served")
-    ap.add_argument("--dashboard-base-url", default=DASHBOARD_BASE, help="your Grafana's root URL")
-    ap.add_argument(
-        "--job-selector", default=JOB, help=f"label matchers of the exporter's scrape job (default: {JOB})"
-    )
+    mixin.config.add_arguments(ap)  # --job-selector, --runbook-base-url, --dashboard-base-url, ...
     args = ap.parse_args(argv)
-    text = render(args.runbook_base_url, args.dashboard_base_url, args.job_selector)
+    text = render(mixin.config.from_args(args))
     if args.check:
         if not args.output.exists() or args.output.read_text(encoding="utf-8") != text:
             print(f"{args.output} is stale: run python3 rules/build.py", file=sys.stderr)
