@@ -17,7 +17,8 @@ import importlib.util
 import json
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -143,11 +144,18 @@ def test_the_five_dashboards_exist_with_stable_uids() -> None:
     assert len(set(titles)) == len(titles)
 
 
-def test_committed_json_equals_the_generator_output(tmp_path: Path) -> None:
+@cache
+def generator() -> Any:
+    """dashboards/build.py as a module (it puts the repository root on sys.path for its own packages)."""
     spec = importlib.util.spec_from_file_location("dashboards_build", DASH_DIR / "build.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_committed_json_equals_the_generator_output(tmp_path: Path) -> None:
+    mod = generator()
     built = mod.build_all()
     assert set(built) == {p.name for p in FILES}
     for name, text in built.items():
@@ -160,6 +168,22 @@ def test_committed_json_equals_the_generator_output(tmp_path: Path) -> None:
     assert mod.main(["--check", "--out", str(tmp_path)]) == 0
     (tmp_path / "sanlens-disks.json").write_text("{}", encoding="utf-8")
     assert mod.main(["--check", "--out", str(tmp_path)]) == 1
+
+
+def test_the_generator_takes_the_mixin_overrides(tmp_path: Path) -> None:
+    """The rules generator's flags: uid prefix and runbook base reach every dashboard, nothing else moves."""
+    runbooks = "https://wiki.example.com/sanlens/runbooks"
+    args = ["--out", str(tmp_path), "--dashboard-uid-prefix", "acme-", "--runbook-base-url", runbooks]
+    assert generator().main(args) == 0
+    built = {p.stem: load(p) for p in tmp_path.glob("*.json")}
+    assert set(built) == {"acme-" + uid.removeprefix("sanlens-") for uid in UIDS}
+    for stem, d in built.items():
+        assert d["uid"] == stem
+        assert "sanlens" in d["tags"] and d["links"][0]["tags"] == ["sanlens"]
+        theirs = DASHBOARDS["sanlens-" + stem.removeprefix("acme-")]
+        assert d["panels"] == theirs["panels"]
+    base = next(v for v in variables(built["acme-overview"]) if v["name"] == "runbook_base")
+    assert base["query"] == base["current"]["value"] == runbooks
 
 
 # ------------------------------------------------------------------ dashboard-level conventions
@@ -364,68 +388,96 @@ def test_promtool_check_catches_a_broken_expr(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ thresholds = diagnosis defaults
-def _d(diag: str, name: str, scale: float = 1.0) -> float:
-    return REGISTRY[diag].defaults()[name] * scale
+Th = Callable[[str, str], float]
 
 
-DATA = [_d("latency_slo", "data_warning_seconds"), _d("latency_slo", "data_critical_seconds")]
-EXPECTED_STEPS: dict[tuple[str, str], list[float]] = {
-    ("sanlens-io-path", "Latency: host vs ONTAP LUN"): DATA,
-    ("sanlens-io-path", "Fabric + queue time (host - ONTAP)"): [
-        _d("host_queue_limited", "min_latency_gap_seconds")
-    ],
-    ("sanlens-io-path", "% idle"): [_d("san_oversubscription", "min_idle_ratio")],
-    ("sanlens-io-path", "Backend utilization E"): [_d("san_oversubscription", "max_backend_utilization")],
-    ("sanlens-ontap-cpu-domains", "Kahuna vs its thresholds"): [
-        _d("cpu_domain_serial_bottleneck", "kahuna_warning_ratio", 100),
-        _d("cpu_domain_serial_bottleneck", "serial_critical_ratio", 100),
-    ],
-    ("sanlens-ontap-cpu-domains", "Ops share per volume in its aggregate"): [
-        _d("volume_affinity_concentration", "volume_share")
-    ],
-    ("sanlens-lun-volume", "LUN IOPS as a share of its ceiling"): [
-        _d("lun_iops_ceiling", "warning_fraction"),
-        _d("lun_iops_ceiling", "critical_fraction"),
-    ],
-    ("sanlens-lun-volume", "Volume IOPS as a share of its ceiling"): [
-        _d("volume_iops_ceiling", "warning_fraction"),
-        _d("volume_iops_ceiling", "critical_fraction"),
-    ],
-    ("sanlens-lun-volume", "LUN latency"): DATA,
-    ("sanlens-lun-volume", "Volume latency"): DATA,
-    ("sanlens-lun-volume", "LUN write share"): [_d("volume_iops_ceiling", "write_share")],
-    ("sanlens-lun-volume", "Volume write share"): [_d("volume_iops_ceiling", "write_share")],
-    ("sanlens-disks", "Busy per disk now"): [
-        _d("disk_busy_imbalance", "min_max_busy_ratio"),
-        _d("disk_busy_imbalance", "critical_max_busy_ratio"),
-    ],
-    ("sanlens-disks", "Imbalance: coefficient of variation"): [_d("disk_busy_imbalance", "cv")],
-    ("sanlens-disks", "Imbalance: max / median"): [_d("disk_busy_imbalance", "max_to_median")],
-}
+def spec_default(diagnosis: str, name: str) -> float:
+    return REGISTRY[diagnosis].threshold(name).default
 
 
-@pytest.mark.parametrize("key", sorted(EXPECTED_STEPS), ids=lambda k: f"{k[0]}:{k[1]}")
-def test_thresholds_equal_the_diagnosis_defaults(key: tuple[str, str]) -> None:
+def expected_steps(th: Th = spec_default) -> dict[tuple[str, str], list[float]]:
+    """(dashboard, panel) -> its threshold step values, as the diagnosis thresholds ``th`` gives them."""
+    data = [th("latency_slo", "data_warning_seconds"), th("latency_slo", "data_critical_seconds")]
+    busy = th("disk_busy_imbalance", "min_max_busy_ratio")
+    return {
+        ("sanlens-overview", "Worst LUN latency per cluster (5m mean)"): data,
+        ("sanlens-overview", "Worst host disk latency per host (5m mean)"): data,
+        ("sanlens-io-path", "Latency: host vs ONTAP LUN"): data,
+        ("sanlens-io-path", "Fabric + queue time (host - ONTAP)"): [
+            th("host_queue_limited", "min_latency_gap_seconds")
+        ],
+        ("sanlens-io-path", "% idle"): [th("san_oversubscription", "min_idle_ratio")],
+        ("sanlens-io-path", "Backend utilization E"): [th("san_oversubscription", "max_backend_utilization")],
+        ("sanlens-ontap-cpu-domains", "Kahuna vs its thresholds"): [
+            100 * th("cpu_domain_serial_bottleneck", "kahuna_warning_ratio"),
+            100 * th("cpu_domain_serial_bottleneck", "serial_critical_ratio"),
+        ],
+        ("sanlens-ontap-cpu-domains", "Ops share per volume in its aggregate"): [
+            th("volume_affinity_concentration", "volume_share")
+        ],
+        ("sanlens-lun-volume", "LUN IOPS as a share of its ceiling"): [
+            th("lun_iops_ceiling", "warning_fraction"),
+            th("lun_iops_ceiling", "critical_fraction"),
+        ],
+        ("sanlens-lun-volume", "Volume IOPS as a share of its ceiling"): [
+            th("volume_iops_ceiling", "warning_fraction"),
+            th("volume_iops_ceiling", "critical_fraction"),
+        ],
+        ("sanlens-lun-volume", "LUN latency"): data,
+        ("sanlens-lun-volume", "Volume latency"): data,
+        ("sanlens-lun-volume", "LUN write share"): [th("volume_iops_ceiling", "write_share")],
+        ("sanlens-lun-volume", "Volume write share"): [th("volume_iops_ceiling", "write_share")],
+        ("sanlens-disks", "Busy per disk now"): [busy, th("disk_busy_imbalance", "critical_max_busy_ratio")],
+        ("sanlens-disks", "Imbalance: coefficient of variation"): [th("disk_busy_imbalance", "cv")],
+        ("sanlens-disks", "Imbalance: max / median"): [th("disk_busy_imbalance", "max_to_median")],
+        ("sanlens-disks", "Busy per RAID group"): [busy],
+    }
+
+
+def assert_steps(dashboards: dict[str, dict[str, Any]], key: tuple[str, str], want: list[float]) -> None:
     uid, title = key
-    found = [p for p in leaf_panels(DASHBOARDS[uid]) if p["title"] == title]
+    found = [p for p in leaf_panels(dashboards[uid]) if p["title"] == title]
     assert len(found) == 1, f"{uid} has no single panel {title!r}"
     p = found[0]
     got = [s["value"] for s in p["fieldConfig"]["defaults"]["thresholds"]["steps"] if s["value"] is not None]
-    assert got == pytest.approx(EXPECTED_STEPS[key])
+    assert got == pytest.approx(want), key
     if p["type"] == "timeseries":
         assert p["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] != "off", (
             "threshold lines shown"
         )
 
 
+@pytest.mark.parametrize("key", sorted(expected_steps()), ids=lambda k: f"{k[0]}:{k[1]}")
+def test_thresholds_equal_the_diagnosis_defaults(key: tuple[str, str]) -> None:
+    assert_steps(DASHBOARDS, key, expected_steps()[key])
+
+
+def test_thresholds_follow_the_specs_not_copies() -> None:
+    """Build with every diagnosis threshold doubled: each band and quoted ceiling doubles with it."""
+    gen = generator()
+    config: Any = gen.MixinConfig
+
+    class Doubled(config):
+        def threshold(self, diagnosis: str, name: str) -> float:
+            return 2 * spec_default(diagnosis, name)
+
+    built = {n.removesuffix(".json"): json.loads(t) for n, t in gen.build_all(Doubled()).items()}
+    doubled = expected_steps(lambda d, n: 2 * spec_default(d, n))
+    for key, want in doubled.items():
+        assert_steps(built, key, want)
+    p = next(
+        p for p in leaf_panels(built["sanlens-lun-volume"]) if p["title"] == "LUN IOPS vs version ceiling"
+    )
+    assert f"{2 * spec_default('lun_iops_ceiling', 'ceiling_iops') / 1000:.0f}K" in p["description"]
+
+
 def test_ceiling_descriptions_quote_the_registry_ceilings() -> None:
     d = DASHBOARDS["sanlens-lun-volume"]
     for kind, diag in (("LUN", "lun_iops_ceiling"), ("Volume", "volume_iops_ceiling")):
         p = next(p for p in leaf_panels(d) if p["title"] == f"{kind} IOPS vs version ceiling")
-        th = REGISTRY[diag].defaults()
         for name in ("ceiling_pre_9_9_1_iops", "ceiling_iops"):
-            assert f"{th[name] / 1000:.0f}K" in p["description"]
-        assert f"{th['warning_fraction']:.0%}".replace("%", " %") in p["description"]
+            assert f"{spec_default(diag, name) / 1000:.0f}K" in p["description"]
+        assert f"{spec_default(diag, 'warning_fraction'):.0%}".replace("%", " %") in p["description"]
         assert "warning_fraction" in " ".join(t["expr"] for t in p["targets"])
 
 

@@ -1,0 +1,1 @@
+"""The sanlens Grafana dashboards: ``lib`` builds panels, ``defs`` describes each dashboard, ``build`` writes them."""

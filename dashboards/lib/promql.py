@@ -1,0 +1,50 @@
+"""PromQL fragments the dashboards share, so every panel filters, rates and divides the same way."""
+
+from __future__ import annotations
+
+RI = "$__rate_interval"
+RW = ', op=~"read|write"'  # ONTAP LUN latency counts reads and writes only; "other" ops would dilute it
+WRITES = ', op="write"'
+NOT_IDLE = ', domain!="idle"'
+
+
+def sel(*names: str, or_blank: bool = False) -> str:
+    """Matchers on dashboard variables of the same name; ``or_blank`` also keeps series without the label."""
+    if or_blank:
+        return ", ".join(f'{n}=~"${{{n}}}|"' for n in names)
+    return ", ".join(f'{n}=~"${n}"' for n in names)
+
+
+def rate(metric: str, matchers: str) -> str:
+    return f"rate({metric}{{{matchers}}}[{RI}])"
+
+
+def srate(by: str, metric: str, matchers: str) -> str:
+    """sum by (...) (rate(...)): per-subject rates with the op or other labels folded away."""
+    return f"sum by ({by}) ({rate(metric, matchers)})"
+
+
+def per_op(by: str, prefix: str, matchers: str, ops: str = "") -> str:
+    """Average latency per op: Σ latency / Σ ops of one counter family (``ops`` narrows the divisor)."""
+    return (
+        f"{srate(by, prefix + '_latency_seconds_total', matchers)} / "
+        f"{srate(by, prefix + '_ops_total', matchers + ops)}"
+    )
+
+
+def evidence(by: str, diagnosis: str, name: str, matchers: str) -> str:
+    """A value the diagnosis engine computed (sanlens_diagnosis_evidence), so a panel shows its very number."""
+    return (
+        f'max by ({by}) (sanlens_diagnosis_evidence{{diagnosis="{diagnosis}", evidence="{name}", '
+        f"{matchers}}})"
+    )
+
+
+def configured(diagnosis: str, name: str) -> str:
+    """The exporter's live threshold (sanlens_diagnosis_threshold): a site's override, not the default."""
+    return f'max(sanlens_diagnosis_threshold{{diagnosis="{diagnosis}", threshold="{name}"}})'
+
+
+def times_configured(expr: str, diagnosis: str, name: str) -> str:
+    """expr scaled by a live threshold (a fraction of a ceiling or of a queue)."""
+    return f"{expr} * on () group_left () {configured(diagnosis, name)}"
