@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
 
 from sanlens import __version__
+from sanlens.analyze import cli as analyze_cli
+from sanlens.config import load_config
+from sanlens.diagnose.registry import validate_config
 from sanlens.errors import ConfigError, SanlensError
+from sanlens.plan import cli as plan_cli
+from sanlens.sim import cli as sim_cli
 
 log = logging.getLogger("sanlens")
 
-# Subcommands implemented elsewhere: name -> (module, help). Each module has add_arguments(p) and run(args).
-EXTERNAL = {
-    "simulate": ("sanlens.sim.cli", "serve the ONTAP REST + windows_exporter simulator"),
-    "analyze": ("sanlens.analyze.cli", "diagnose PerfMon logs and ONTAP captures offline"),
-    "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time"),
+# Subcommands implemented in their own packages: name -> (module, help).
+# Each module has add_arguments(p) and run(args).
+SUBCOMMANDS = {
+    "simulate": (sim_cli, "serve the ONTAP REST + windows_exporter simulator"),
+    "analyze": (analyze_cli, "diagnose PerfMon logs and ONTAP captures offline"),
+    "plan": (plan_cli, "size LUNs/volumes, or estimate rebuild/migrate time"),
 }
 
 
@@ -29,11 +34,9 @@ def setup_logging(level: str = "info") -> None:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    from sanlens.config import load_config
-
     try:
         cfg = load_config(args.file)
-        _check_thresholds(cfg)
+        validate_config(cfg)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -41,23 +44,12 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_thresholds(cfg: object) -> None:
-    try:
-        registry = importlib.import_module("sanlens.diagnose.registry")
-    except ImportError:
-        return
-    validate = getattr(registry, "validate_config", None)
-    if callable(validate):
-        validate(cfg)
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sanlens.config import load_config
     from sanlens.runtime import Exporter, wait_for_signal
 
     try:
         cfg = load_config(args.config)
-        _check_thresholds(cfg)
+        validate_config(cfg)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -110,11 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("file")
     c.set_defaults(func=cmd_check_config)
 
-    for name, (module, help_) in EXTERNAL.items():
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            continue
+    for name, (mod, help_) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_)
         mod.add_arguments(sp)
         sp.set_defaults(func=mod.run)

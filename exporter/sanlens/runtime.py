@@ -7,32 +7,15 @@ import signal
 import threading
 from types import FrameType
 
-from sanlens.config import Config, HostTarget, OntapTarget
+from sanlens.config import Config
+from sanlens.diagnose.engine import Engine
+from sanlens.hosts.sources import make_host_source
 from sanlens.join import LunDirectory
+from sanlens.ontap.collector import OntapSource
 from sanlens.server import ExporterServer
 from sanlens.state import Poller, Source, State
 
 log = logging.getLogger(__name__)
-
-
-def ontap_source(target: OntapTarget, directory: LunDirectory) -> Source:
-    from sanlens.ontap.collector import OntapSource
-
-    return OntapSource(target, directory)
-
-
-def host_source(target: HostTarget, directory: LunDirectory) -> Source:
-    from sanlens.hosts.sources import make_host_source
-
-    return make_host_source(target, directory)
-
-
-def build_engine(cfg: Config) -> object | None:
-    try:
-        from sanlens.diagnose.engine import Engine
-    except ImportError:  # the engine arrives with its own issue
-        return None
-    return Engine(cfg.diagnose)
 
 
 class Exporter:
@@ -42,15 +25,10 @@ class Exporter:
         self.cfg = cfg
         self.state = State()
         self.stop_event = threading.Event()
-        engine = build_engine(cfg)
-        if engine is not None:
-            self.state.engine = engine  # type: ignore[assignment]
-            register = getattr(engine, "set_config", None)
-            if callable(register):
-                register(cfg)
+        self.state.engine = Engine(cfg.diagnose)
         self.directory = LunDirectory()
-        self.sources: list[Source] = [ontap_source(t, self.directory) for t in cfg.ontap] + [
-            host_source(h, self.directory) for h in cfg.hosts
+        self.sources: list[Source] = [OntapSource(t, self.directory) for t in cfg.ontap] + [
+            make_host_source(h, self.directory) for h in cfg.hosts
         ]
         self.pollers = [Poller(s, self.state, self.stop_event) for s in self.sources]
         self.server = ExporterServer(self.state, listen or cfg.listen)

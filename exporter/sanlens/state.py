@@ -10,7 +10,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -39,7 +39,7 @@ class Engine(Protocol):
 
     def update(self, snapshot: Snapshot) -> None: ...
 
-    def findings(self) -> list[Mapping[str, object]]:
+    def findings(self) -> Sequence[Mapping[str, object]]:
         """Findings in the /diagnoses JSON shape."""
         ...
 
