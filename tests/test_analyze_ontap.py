@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import fixture_path
 
+from sanlens.analyze import ontap_inputs
 from sanlens.cli import main
 
 DATA = Path(__file__).parent / "data" / "ontap"
@@ -144,10 +145,7 @@ def test_bad_interval_and_unknown_file_exit_2(capsys: pytest.CaptureFixture[str]
 
 
 def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine (built elsewhere) is stood in for here to check the wiring: views in, findings out."""
-    import sys
-    import types
-
+    """A stand-in engine checks the wiring: views in, findings out."""
     seen: list = []
     cfgs: list = []
 
@@ -161,9 +159,7 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
         def findings(self) -> list[dict]:
             return [{"id": "cpu_domain_serial_bottleneck", "subject": {"node": "sysstat-M"}, "state": 2}]
 
-    mod = types.ModuleType("sanlens.diagnose.engine")
-    mod.Engine = FakeEngine  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sanlens.diagnose.engine", mod)
+    monkeypatch.setattr(ontap_inputs, "Engine", FakeEngine)
     out, _ = analyze_json(capsys, str(DATA / "sysstat-M.txt"), "--interval", "1")
     assert out["diagnoses"][0]["id"] == "cpu_domain_serial_bottleneck"
     assert len(seen) == 4 and all(s.kind == "ontap" for s in seen)

@@ -142,9 +142,7 @@ def render_html(results: Sequence[Any], findings: Findings) -> str:
         out.append("<ul>" + "".join(f'<li class="muted">{_e(w)}</li>' for w in warnings) + "</ul>")
 
     out.append(f"<h2>Diagnoses ({len(findings.diagnoses)})</h2>")
-    if not findings.engine:
-        out.append('<p class="muted">The diagnose engine is not available in this build.</p>')
-    elif not findings.diagnoses:
+    if not findings.diagnoses:
         out.append("<p>No diagnosis fired on these inputs.</p>")
     for d in findings.diagnoses:
         sev = str(d.get("severity") or {0: "ok", 1: "warning", 2: "critical"}.get(d.get("state", 0), "ok"))

@@ -19,7 +19,6 @@ an ``OntapView`` (PerfMon inputs become ``HostView``s the same way).
 from __future__ import annotations
 
 import heapq
-import importlib
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from sanlens.analyze.perfmon_summary import iso_utc
+from sanlens.config import DiagnoseConfig
+from sanlens.diagnose.engine import Engine
+from sanlens.diagnose.registry import REGISTRY
 from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot
 from sanlens.ontap.cli_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.cli_text import iter_sysstat_samples, text_head
@@ -45,7 +47,6 @@ from sanlens.ontap.cooking import (
 from sanlens.ontap.views import build_view
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)
-DEFAULT_MAX_SUSTAIN_S = 1800.0  # the longest sustain window in DESIGN.md (disk_busy_imbalance)
 READERS_BY_KIND: dict[str, Callable[[Path, list[str] | None], Iterator[Sample]]] = {
     "ontap-statistics": lambda p, notes: iter_statistics(p, notes),
     "ontap-sysstat": lambda p, notes: iter_sysstat_samples(p, None, notes),
@@ -207,7 +208,6 @@ def version_from_rows(rows: Iterable[CounterRow]) -> OntapVersion | None:
 class Findings:
     diagnoses: list[dict[str, Any]]
     warnings: list[str]
-    engine: str  # "" when the engine is not available
     series: list[SeriesStats] = field(default_factory=list)  # cooked ONTAP series, with chart points
 
 
@@ -364,16 +364,6 @@ def host_snapshots(path: Path) -> Iterator[Snapshot]:
 
 
 # -------------------------------------------------------------------- engine
-def _max_sustain(registry_mod: Any) -> float:
-    best = 0.0
-    for spec in getattr(registry_mod, "REGISTRY", {}).values():
-        for attr in ("sustain_s", "sustain", "sustain_seconds"):
-            v = getattr(spec, attr, None)
-            if isinstance(v, int | float) and v > best:
-                best = float(v)
-    return best or DEFAULT_MAX_SUSTAIN_S
-
-
 def run_engine(
     snapshots: Iterable[Snapshot], span_s: float, thresholds: dict[str, dict[str, float]] | None = None
 ) -> Findings:
@@ -383,29 +373,16 @@ def run_engine(
     scaled so that the longest fits in half the capture (never lengthened).
     """
     warnings: list[str] = []
-    try:
-        engine_mod = importlib.import_module("sanlens.diagnose.engine")
-        from sanlens.config import DiagnoseConfig
-    except ImportError:
-        for _ in snapshots:  # still cook everything for the series
-            pass
-        return Findings(
-            [], ["the diagnose engine (sanlens.diagnose.engine) is not installed: no diagnoses"], ""
-        )
-    try:
-        registry_mod = importlib.import_module("sanlens.diagnose.registry")
-    except ImportError:
-        registry_mod = None
-    longest = _max_sustain(registry_mod)
+    longest = max(spec.sustain_s for spec in REGISTRY.values())
     scale = min(1.0, max(span_s, 0.0) / (2.0 * longest)) if longest else 1.0
     cfg = DiagnoseConfig(sustain_scale=scale, thresholds=dict(thresholds or {}))
-    engine = engine_mod.Engine(cfg)
+    engine = Engine(cfg)
     for snap in snapshots:
         engine.update(snap)
     found = [dict(f) for f in engine.findings()]
     if scale < 1.0:
         warnings.append(f"sustain windows scaled by {scale:.3g} to fit the {span_s:.0f} s of data")
-    return Findings(found, warnings, "sanlens.diagnose.engine")
+    return Findings(found, warnings)
 
 
 def merged(*streams: Iterable[Snapshot]) -> Iterator[Snapshot]:
@@ -485,8 +462,6 @@ def parse_version_arg(text: str | None) -> OntapVersion | None:
 
 
 def render_findings_text(f: Findings, out: Any) -> None:
-    if not f.engine:
-        return
     out.write(f"Diagnoses ({len(f.diagnoses)}):\n")
     for d in f.diagnoses:
         subj = d.get("subject") or {}
