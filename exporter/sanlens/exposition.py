@@ -1,8 +1,8 @@
-"""Prometheus exposition: a custom collector over the latest snapshots.
+"""Prometheus exposition: the /metrics page, rendered from the latest snapshots.
 
-A custom collector (rather than client-library gauges mutated by pollers) keeps
-each scrape a consistent read of immutable snapshots, and lets series vanish
-when their subject does.
+Reading immutable snapshots (rather than client-library gauges mutated by
+pollers) keeps each scrape consistent, and lets series vanish when their
+subject does.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import platform
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from prometheus_client import generate_latest
 from prometheus_client.core import (
@@ -28,50 +28,14 @@ from sanlens.model import Metric, Snapshot
 from sanlens.state import State
 
 
-def _family(m: Metric) -> PromMetric:
-    if m.type == "counter":
-        base = m.name[:-6] if m.name.endswith("_total") else m.name
-        fam: PromMetric = CounterMetricFamily(base, m.help, labels=m.label_names)
-    elif m.type == "info":
-        base = m.name[:-5] if m.name.endswith("_info") else m.name
-        fam = GaugeMetricFamily(base + "_info", m.help, labels=m.label_names)
-    else:
-        fam = GaugeMetricFamily(m.name, m.help, labels=m.label_names)
-    for values, v in m.samples:
-        fam.add_metric(list(values), v)  # type: ignore[attr-defined]
-    return fam
+class _SelfCollector(Collector):
+    """sanlens' own health families, rendered per scrape by the client library."""
 
-
-def merge(metrics: Iterable[Metric]) -> list[Metric]:
-    """Merge families of the same name from several targets (same type and labels by construction)."""
-    out: dict[str, Metric] = {}
-    for m in metrics:
-        prev = out.get(m.name)
-        if prev is None:
-            out[m.name] = m
-        elif prev.label_names == m.label_names:
-            out[m.name] = Metric(m.name, m.type, m.help, m.label_names, prev.samples + m.samples)
-        else:
-            raise ValueError(f"metric {m.name} has inconsistent labels across targets")
-    return list(out.values())
-
-
-class SanlensCollector(Collector):
     def __init__(self, state: State) -> None:
         self.state = state
 
     def collect(self) -> Iterator[PromMetric]:
-        snaps, status = self.state.view()
-        all_metrics: list[Metric] = []
-        for snap in snaps.values():
-            all_metrics.extend(snap.metrics)
-        if self.state.engine is not None:
-            all_metrics.extend(self.state.engine.metrics())
-        for m in merge(all_metrics):
-            yield _family(m)
-        yield from self._self_metrics(status)
-
-    def _self_metrics(self, status: dict) -> Iterator[PromMetric]:
+        status = self.state.view()[1]
         info = InfoMetricFamily(
             "sanlens_build", "sanlens build information.", labels=["version", "python_version"]
         )
@@ -101,8 +65,8 @@ class SanlensCollector(Collector):
             lv = [st.name, st.kind]
             up.add_metric(lv, 1.0 if st.up else 0.0)
             polls.add_metric(lv, float(st.polls))
-            if getattr(st, "interval", None) is not None:
-                interval.add_metric(lv, float(st.interval))
+            if st.interval is not None:
+                interval.add_metric(lv, st.interval)
             if st.last_duration is not None:
                 dur.add_metric(lv, st.last_duration)
             if st.last_success is not None:
@@ -110,12 +74,6 @@ class SanlensCollector(Collector):
             for reason, n in sorted(st.errors.items()):
                 errs.add_metric([*lv, reason], float(n))
         yield from (up, dur, last, errs, polls, interval)
-
-
-def make_registry(state: State) -> CollectorRegistry:
-    reg = CollectorRegistry(auto_describe=False)
-    reg.register(SanlensCollector(state))
-    return reg
 
 
 # ------------------------------------------------------------------ fast text path
@@ -158,7 +116,7 @@ class Exposition:
 
     Snapshots are immutable, so their text is cached until the next poll replaces
     them; only the small engine and self-monitoring families are rendered per scrape.
-    That keeps a scrape of 100k+ series cheap (the issue's <= 1 s render target).
+    That keeps a scrape of 100k+ series within a second.
     """
 
     def __init__(self, state: State) -> None:
@@ -191,8 +149,3 @@ class Exposition:
                 families.setdefault(m.name, (m, []))[1].append(render_samples(m))
         out = [_header(m) + "".join(parts) for m, parts in families.values()]
         return "".join(out).encode() + generate_latest(self._self)
-
-
-class _SelfCollector(SanlensCollector):
-    def collect(self) -> Iterator[PromMetric]:
-        yield from self._self_metrics(self.state.view()[1])
