@@ -15,6 +15,10 @@ import yaml
 from conftest import ROOT, require_tool
 from sanlens.diagnose.registry import REGISTRY, alert_name
 
+if str(ROOT) not in sys.path:  # mixin/ sits beside exporter/, not in the package
+    sys.path.insert(0, str(ROOT))
+import mixin.config
+
 RULES = ROOT / "rules" / "sanlens.rules.yaml"
 RULE_TESTS = sorted((ROOT / "rules" / "tests").glob("*.test.yaml"))
 AM_CONFIG = ROOT / "examples" / "alertmanager" / "alertmanager.yml"
@@ -136,6 +140,8 @@ def test_generator_rebases_links(tmp_path: Path) -> None:
         "https://grafana.example.com",
         "--job-selector",
         'job="storage-exporter"',
+        "--dashboard-uid-prefix",
+        "acme-",
     )
     assert p.returncode == 0, p.stderr
     got = [r for g in load(out)["groups"] for r in g["rules"] if "alert" in r]
@@ -143,9 +149,30 @@ def test_generator_rebases_links(tmp_path: Path) -> None:
     for r in got:
         assert r["annotations"]["runbook_url"].startswith("https://wiki.example.com/rb/")
         assert "//" not in r["annotations"]["runbook_url"].removeprefix("https://")
-        assert r["annotations"]["dashboard_url"].startswith("https://grafana.example.com/d/sanlens-")
+        assert r["annotations"]["dashboard_url"].startswith("https://grafana.example.com/d/acme-")
+        assert_job_selected(r, 'job="storage-exporter"')
     (down,) = [r for r in got if r["alert"] == "SanlensExporterDown"]
     assert down["expr"] == 'up{job="storage-exporter"} == 0'
+
+
+# the exporter's series in an expression, and in a description's `printf "..." | query` lookup
+SERIES = re.compile(r'(?<![\w:"])(up|sanlens_[a-z_]+)(\{[^}]*\})?(?![\w(])')
+LOOKUP = re.compile(r'printf "((?:up|sanlens_[a-z_]+)\{(?:[^"\\]|\\.)*\})"')
+
+
+def assert_job_selected(rule: dict[str, Any], job: str) -> None:
+    """Every exporter series an alert reads, in its expression or its evidence lookups, takes the job selector."""
+    series = SERIES.findall(rule["expr"])
+    assert series, rule["expr"]
+    for name, sel in series:
+        assert sel.startswith("{" + job), (rule["alert"], name, sel)
+    for lookup in LOOKUP.findall(rule["annotations"]["description"]):
+        assert lookup.replace('\\"', '"').split("{", 1)[1].startswith(job), (rule["alert"], lookup)
+
+
+def test_every_alert_selects_the_exporters_job() -> None:
+    for r in alerts():
+        assert_job_selected(r, mixin.config.DEFAULT.job_selector)
 
 
 def test_every_diagnosis_has_its_alerts_and_nothing_else() -> None:
