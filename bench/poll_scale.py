@@ -5,7 +5,7 @@ The simulator runs in its own process so that the CPU time measured here is the
 exporter's alone. Reports medians over the measured poll cycles; the first
 cycle (schema reads, inventory, no rates yet) is reported separately.
 
-Targets (issue 2): <= 2 CPU-s per full poll cycle, <= 1 s per /metrics render,
+Targets: <= 2 CPU-s per full poll cycle, <= 1 s per /metrics render,
 <= 300 MB peak RSS, at 24 nodes, 10,000 LUNs, 5,000 volumes and 2,000 disks.
 
     .venv/bin/python bench/poll_scale.py [--cycles 5] [--luns 10000] ... [--json out.json]

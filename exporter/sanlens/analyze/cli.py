@@ -1,10 +1,10 @@
-"""`sanlens analyze FILE... [--format text|json]`: offline analysis of captured files.
+"""`sanlens analyze FILE... [--format text|json|html]`: offline analysis of captured files.
 
-Each input kind (PerfMon CSV/TSV today; ONTAP captures can follow) registers a
-reader in ``READERS`` with a ``detect`` function over the file's name and first
-bytes. Every reader returns an ``Analysis``: its entry in ``inputs[]``, its
+Each input kind (PerfMon CSV/TSV, ONTAP captures) registers a reader in
+``READERS`` with a ``detect`` function over the file's name and first bytes.
+Every reader returns an ``Analysis``: its entry in ``inputs[]``, its
 ``series[]`` and any warnings. The JSON shape is a stable, documented interface
-(README, "Offline analysis: PerfMon logs").
+(README, "Offline analysis").
 """
 
 from __future__ import annotations

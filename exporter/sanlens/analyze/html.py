@@ -15,21 +15,34 @@ from typing import Any
 
 from sanlens import __version__
 from sanlens.analyze.ontap_inputs import Findings, SeriesStats
+from sanlens.diagnose.registry import REGISTRY
 
 MAX_CHARTS = 60  # most interesting series first; the rest are in the table
 
-# (object, counter prefix, unit) -> (warning, critical) in the series' unit.
-# Sources: DESIGN.md's default thresholds (data class latency 10/20 ms; serial domain
-# 50 % / 90 % of a core; disk busy 50 % as the imbalance floor).
-BANDS: list[tuple[str, str, tuple[float, float]]] = [
-    ("lun", "average_", (0.010, 0.020)),
-    ("volume", "read_latency", (0.010, 0.020)),
-    ("volume", "write_latency", (0.010, 0.020)),
-    ("volume", "average_latency", (0.010, 0.020)),
-    ("system:node", "domain_busy", (50.0, 90.0)),
-    ("sysstat", "domain_busy", (50.0, 90.0)),
-    ("disk:constituent", "disk_busy_percent", (50.0, 90.0)),
-]
+
+def _bands() -> list[tuple[str, str, tuple[float, float]]]:
+    """(object, counter prefix) -> (warning, critical) in the series' unit, from the diagnoses' defaults.
+
+    Latencies come in seconds; domain and disk busy in percent (of one core, of the disk).
+    """
+    lat = REGISTRY["latency_slo"].defaults()
+    cpu = REGISTRY["cpu_domain_serial_bottleneck"].defaults()
+    disk = REGISTRY["disk_busy_imbalance"].defaults()
+    latency = (lat["data_warning_seconds"], lat["data_critical_seconds"])
+    domain = (100.0 * cpu["kahuna_warning_ratio"], 100.0 * cpu["serial_critical_ratio"])
+    busy = (100.0 * disk["min_max_busy_ratio"], 100.0 * disk["critical_max_busy_ratio"])
+    return [
+        ("lun", "average_", latency),
+        ("volume", "read_latency", latency),
+        ("volume", "write_latency", latency),
+        ("volume", "average_latency", latency),
+        ("system:node", "domain_busy", domain),
+        ("sysstat", "domain_busy", domain),
+        ("disk:constituent", "disk_busy_percent", busy),
+    ]
+
+
+BANDS = _bands()
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;color:#1d2330;background:#fff}

@@ -205,7 +205,7 @@ def too_few_luns(k: Knobs, phase: int) -> Builder:
         b.volume(a, f"app{i + 1}", 3000.0, lat_ms=(0.4, 0.5))
     _balanced(b, n2, "n02a")
     h = b.host("sql01")
-    # Queue full (31 of depth 32 x 1 path); host 1.6 ms vs ONTAP 0.3 ms so that DESIGN.md's
+    # Queue full (31 of depth 32 x 1 path); host 1.6 ms vs ONTAP 0.3 ms so that host_queue_limited's
     # R_host >= 2 S_array and R_host - S_array >= 1 ms hold by a clear margin. (Little's law would
     # put 48 IOs in flight at 30K x 1.6 ms: the extra wait in the host stack above the LUN queue.)
     b.host_disk(h, b.luns_of(v)[0], (1.6, 1.6), idle=0.02, queue=31.0, paths=1)
