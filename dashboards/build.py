@@ -10,7 +10,9 @@ It imports the exporter package (``mixin/config.py`` puts exporter/ on the path)
 threshold bands and the numbers quoted in descriptions are the diagnosis specs'
 defaults, and links, tags and the uid prefix come from the mixin config, so the
 dashboards, the alert rules and the engine agree. It takes the rules
-generator's override flags:
+generator's override flags (``--job-selector`` and ``--dashboard-base-url`` are
+accepted but change nothing here: panels select by cluster/host variables, and
+the links between dashboards go by tag inside Grafana):
 
     python3 dashboards/build.py          # rewrite dashboards/*.json
     python3 dashboards/build.py --check  # exit 1 if a committed file differs

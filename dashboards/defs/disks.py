@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from mixin.config import MixinConfig
 
-from ..lib.dashboard import Json, Layout, Var, chained, dashboard
+from ..lib import Json
+from ..lib.dashboard import Layout, Var, chained, dashboard
 from ..lib.panels import Column, gauge_cell, instant, panel, table, target
 from ..lib.promql import sel, srate
 from ..lib.thresholds import bands, num, pct

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from mixin.config import MixinConfig
 
-from ..lib.dashboard import Json, Layout, Var, chained, dashboard
+from ..lib import Json
+from ..lib.dashboard import Layout, Var, chained, dashboard
 from ..lib.panels import DASHED, Column, fixed, instant, panel, series, table, target
 from ..lib.promql import RW, evidence, per_op, rate, sel, srate, times_configured
 from ..lib.thresholds import bands, data_latency, kilo, ms, pct

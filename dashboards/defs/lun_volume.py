@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from mixin.config import MixinConfig
 
-from ..lib.dashboard import Json, Layout, Var, chained, dashboard
+from ..lib import Json
+from ..lib.dashboard import Layout, Var, chained, dashboard
 from ..lib.panels import DASHED, fixed, instant, panel, series, target
 from ..lib.promql import RW, WRITES, evidence, per_op, sel, srate, times_configured
 from ..lib.thresholds import bands, data_latency, kilo, ms, pct

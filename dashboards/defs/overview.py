@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from mixin.config import MixinConfig
 
-from ..lib.dashboard import Json, Layout, Var, chained, dashboard, runbook_var
+from ..lib import Json
+from ..lib.dashboard import Layout, Var, chained, dashboard, runbook_var
 from ..lib.panels import UP, Column, gauge_cell, mapped, panel, rename, table, target
 from ..lib.promql import RW, per_op, rate, sel
 from ..lib.thresholds import GREEN, data_latency, steps

@@ -12,11 +12,11 @@ from typing import Any
 
 from mixin.config import MixinConfig
 
+from . import Json
 from .panels import DS, panel, target
 
-Json = dict[str, Any]
 # title, description, expr, legend, and the panel settings this one sets apart from its neighbours
-Row = tuple[str, str, str, str, Json]
+Variant = tuple[str, str, str, str, Json]
 SCHEMA_VERSION = 39
 GRID_W = 24
 
@@ -49,7 +49,7 @@ class Layout:
         self.line_h = max(self.line_h, h)
         self.panels.append(p)
 
-    def add_each(self, kind: str, w: int, h: int, rows: Iterable[Row], **common: Any) -> None:
+    def add_each(self, kind: str, w: int, h: int, rows: Iterable[Variant], **common: Any) -> None:
         """Panels alike but for their title, description, one query and a few settings; stats show now."""
         for title, description, expr, legend, own in rows:
             t = target(expr, legend, instant=kind in ("stat", "bargauge"))

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from . import Json
 from .thresholds import GREEN, steps
 
-Json = dict[str, Any]
 DS = {"type": "prometheus", "uid": "${datasource}"}
 REDUCE_LAST = {"calcs": ["lastNotNull"], "fields": "", "values": False}
 OPTIONS: dict[str, Json] = {

@@ -6,11 +6,10 @@ as the engine's decision, so none of them can drift from the others.
 
 from __future__ import annotations
 
-from typing import Any
-
 from mixin.config import MixinConfig
 
-Json = dict[str, Any]
+from . import Json
+
 Step = tuple[str, float | None]
 GREEN: Step = ("green", None)
 
