@@ -186,6 +186,14 @@ def finding(eng: Engine, diagnosis: str, subject: dict[str, str] | None = None) 
     return None
 
 
+def now_state(diagnosis: str, subject: str, *views: OntapView | HostView, **cfg: Any) -> int | None:
+    """State after one evaluation with zero windows: the raw level the thresholds give."""
+    e = engine(sustain_scale=0.0, **cfg)
+    for v in views:
+        e.update(snap(v))
+    return state(e, diagnosis, subject)
+
+
 def op(operation: str = "reconstruct", percent: float | None = 10.0, **kw: Any) -> BackgroundOp:
     kw.setdefault("aggregate", "aggr1")
     kw.setdefault("raid_group", "/aggr1/plex0/rg0")
