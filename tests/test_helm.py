@@ -359,6 +359,19 @@ def test_chart_created_secret_holds_the_password_and_nothing_else_does(helm: Hel
         ("image.digest=latest", "/image/digest"),
         ("shards[0].name=East_1", "/shards/0/name"),
         ("serviceMonitor.interval=30", "/serviceMonitor/interval"),
+        # the config part, generated from the exporter's config model (helm/build.py)
+        ("config.ontap[0].max_records=0", "/config/ontap/0/max_records"),
+        ("config.ontap[0].tables[0]=nope", "/config/ontap/0/tables/0"),
+        ("config.ontap[0].poll_interval=5x", "/config/ontap/0/poll_interval"),
+        ("config.hosts[0].name=sql01", "missing property 'url'"),
+        (
+            "config.diagnose.thresholds.latency_slo.data_warn=1",
+            "additional properties 'data_warn' not allowed",
+        ),
+        (
+            "config.diagnose.thresholds.latency_slo.min_iops=-1",
+            "/config/diagnose/thresholds/latency_slo/min_iops",
+        ),
     ],
 )
 def test_schema_refuses_bad_values_with_their_path(
