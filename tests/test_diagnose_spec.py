@@ -258,3 +258,15 @@ def test_dashboards_read_declared_evidence_and_their_variables() -> None:
     assert pairs
     for did, name in pairs:
         assert name in REGISTRY[did].evidence_names(), (did, name)
+
+
+@pytest.mark.parametrize("did", IDS)
+def test_runbook_lists_the_declared_evidence(did: str) -> None:
+    spec = REGISTRY[did]
+    text = (ROOT / spec.runbook).read_text(encoding="utf-8")
+    assert "\n## Evidence\n" in text, f"{spec.runbook} has no Evidence section"
+    section = text.split("\n## Evidence\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z_0-9]+)` \| ([^|]+) \|[^|]*\| ([^|]+) \|$", section, re.M)
+    assert [r[0] for r in rows] == [e.name for e in spec.evidence]
+    for (_, unit, quote), ev in zip(rows, spec.evidence, strict=True):
+        assert (unit, quote) == (ev.unit, ev.quote or "\N{EN DASH}"), (did, ev.name)

@@ -216,6 +216,15 @@ def test_alert_conventions() -> None:
     assert {"SanlensLatencySlo", "SanlensExporterDown", "SanlensStaleData", "SanlensSlowPolls"} <= names
 
 
+def test_exporter_runbook_shows_the_health_alerts_as_generated() -> None:
+    text = (ROOT / "docs" / "runbooks" / "sanlens_exporter.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(Sanlens[A-Za-z]+)` \| `([^`]+)` \|", text, re.M))
+    assert rows
+    for r in alerts():
+        if r["alert"] in rows:
+            assert rows[r["alert"]] == r["expr"], r["alert"]
+
+
 def test_recording_rule_names_follow_level_metric_operations() -> None:
     recs = [r["record"] for r in rules() if "record" in r]
     assert len(recs) >= 10

@@ -68,13 +68,22 @@ SPEC = DiagnosisSpec(
     severity={1: "latency >= 1.4x baseline", 2: "latency >= 3x baseline"},
     fix="Lower the operation's priority, or schedule it off-peak.",
     evidence=(
-        Evidence("active_operations", "operations", "on the aggregate", "active operations"),
-        Evidence("done_percent", "percent", "of the worst operation", "done (%)"),
-        Evidence("eta_seconds", "seconds", "from the observed progress rate", "ETA", "duration"),
         Evidence(
-            "volume_latency_seconds", "seconds", "of the worst affected volume", "volume latency", "duration"
+            "active_operations",
+            "operations",
+            "RAID operations and volume moves running on the aggregate",
+            "active operations",
         ),
-        Evidence("latency_ratio", "ratio", "volume latency / baseline", "latency vs baseline"),
+        Evidence("done_percent", "percent", "progress of the operation behind the worst latency", "done (%)"),
+        Evidence("eta_seconds", "seconds", "time left at the observed progress rate", "ETA", "duration"),
+        Evidence(
+            "volume_latency_seconds",
+            "seconds",
+            "latency of the worst affected volume",
+            "volume latency",
+            "duration",
+        ),
+        Evidence("latency_ratio", "ratio", "that volume's latency / its baseline", "latency vs baseline"),
         Evidence("baseline_latency_seconds", "seconds", "the volume's latency before the operation"),
     ),
     dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),

@@ -118,13 +118,30 @@ SPEC = DiagnosisSpec(
     evidence=(
         Evidence("outstanding_io", "commands", "N: queue length, or IOPS x R_host", "outstanding IO"),
         Evidence("queue_effective_depth", "commands", "Q_eff: queue depth x active paths", "Q_eff"),
-        Evidence("host_latency_seconds", "seconds", "R_host, IOPS-weighted", "host latency", "duration"),
-        Evidence("array_latency_seconds", "seconds", "S_array, IOPS-weighted", "array latency", "duration"),
-        Evidence("luns_needed", "LUNs", "to carry the demand this concurrency would drive", "LUNs needed"),
+        Evidence(
+            "host_latency_seconds",
+            "seconds",
+            "R_host: IOPS-weighted host latency",
+            "host latency",
+            "duration",
+        ),
+        Evidence(
+            "array_latency_seconds",
+            "seconds",
+            "S_array: IOPS-weighted LUN latency",
+            "array latency",
+            "duration",
+        ),
+        Evidence(
+            "luns_needed",
+            "LUNs",
+            "LUN count that carries the demand this concurrency would drive",
+            "LUNs needed",
+        ),
         Evidence("latency_ratio", "ratio", "R_host / S_array"),
         Evidence("latency_gap_seconds", "seconds", "R_host - S_array"),
         Evidence("queue_fill_ratio", "ratio", "N / Q_eff"),
-        Evidence("host_iops", "ops/s"),
+        Evidence("host_iops", "ops/s", "X: reads + writes of the host disk"),
         Evidence("node_cpu_busy_ratio", "ratio", "average CPU of the LUN's node"),
         Evidence(
             "node_serial_domain_busy_ratio", "ratio of one core", "busiest serial domain of the LUN's node"

@@ -63,20 +63,38 @@ SPEC = DiagnosisSpec(
     severity={1: "latency >= class warning", 2: "latency >= class critical"},
     fix="The catch-all: look at the other diagnoses of the same subject for the cause.",
     evidence=(
-        Evidence("host_latency_seconds", "seconds", "worse of read and write", "host latency", "duration"),
         Evidence(
-            "lun_latency_seconds", "seconds", "worse of read and write", "ONTAP LUN latency", "duration"
+            "host_latency_seconds",
+            "seconds",
+            "the host disk's worse of read and write latency",
+            "host latency",
+            "duration",
         ),
         Evidence(
-            "warning_threshold_seconds", "seconds", "of the data class", "warning threshold", "duration"
+            "lun_latency_seconds",
+            "seconds",
+            "the LUN's worse of read and write latency",
+            "ONTAP LUN latency",
+            "duration",
         ),
         Evidence(
-            "critical_threshold_seconds", "seconds", "of the data class", "critical threshold", "duration"
+            "warning_threshold_seconds",
+            "seconds",
+            "warning threshold of the subject's data class",
+            "warning threshold",
+            "duration",
         ),
-        Evidence("host_read_iops", "ops/s"),
-        Evidence("host_write_iops", "ops/s"),
-        Evidence("lun_read_iops", "ops/s"),
-        Evidence("lun_write_iops", "ops/s"),
+        Evidence(
+            "critical_threshold_seconds",
+            "seconds",
+            "critical threshold of the subject's data class",
+            "critical threshold",
+            "duration",
+        ),
+        Evidence("host_read_iops", "ops/s", "reads of the host disk"),
+        Evidence("host_write_iops", "ops/s", "writes of the host disk"),
+        Evidence("lun_read_iops", "ops/s", "reads of the LUN"),
+        Evidence("lun_write_iops", "ops/s", "writes of the LUN"),
     ),
     dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
     ordered=tuple((f"{c}_warning_seconds", f"{c}_critical_seconds") for c in CLASSES),

@@ -58,7 +58,7 @@ class Evidence:
 
     name: str  # the unit is in the name (_seconds, _ratio, _iops, ...) or it is a count
     unit: str
-    help: str = ""
+    help: str
     quote: str = ""
     fmt: Format = "number"
 

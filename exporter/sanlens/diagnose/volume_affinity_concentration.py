@@ -62,7 +62,7 @@ SPEC = DiagnosisSpec(
     severity={1: "concentration with node pressure"},
     fix="More volumes per aggregate (>= 4), or a FlexGroup.",
     evidence=(
-        Evidence("volumes", "volumes", "on the aggregate", "volumes on the aggregate"),
+        Evidence("volumes", "volumes", "volumes on the aggregate", "volumes on the aggregate"),
         Evidence(
             "top_volume_share_ratio",
             "ratio",
@@ -71,9 +71,13 @@ SPEC = DiagnosisSpec(
             "percent",
         ),
         Evidence(
-            "kahuna_busy_ratio", "ratio of one core", "of the aggregate's node", "Kahuna busy", "percent"
+            "kahuna_busy_ratio",
+            "ratio of one core",
+            "Kahuna busy of the aggregate's node",
+            "Kahuna busy",
+            "percent",
         ),
-        Evidence("aggregate_iops", "ops/s", "sum of its volumes", "aggregate IOPS", "iops"),
+        Evidence("aggregate_iops", "ops/s", "sum of its volumes' IOPS", "aggregate IOPS", "iops"),
         Evidence("wafl_exempt_per_core_ratio", "ratio of one core", "wafl_exempt / (N_cpu - 1)"),
     ),
     dashboard=Dashboard("sanlens-ontap-cpu-domains", ("cluster", "node")),

@@ -46,9 +46,17 @@ SPEC = DiagnosisSpec(
     },
     fix="Spread the workload: 8 LUNs per volume, 2 volumes for write-heavy load; upgrade to 9.9.1+.",
     evidence=(
-        Evidence("volume_iops", "ops/s", "total, or read + write + other", "volume IOPS", "iops"),
-        Evidence("volume_ceiling_iops", "ops/s", "of the cluster's ONTAP version", "ceiling", "iops"),
-        Evidence("volume_ceiling_fraction", "ratio", "IOPS / ceiling", "of ceiling", "percent"),
+        Evidence(
+            "volume_iops", "ops/s", "total ops of the volume (or read + write + other)", "volume IOPS", "iops"
+        ),
+        Evidence(
+            "volume_ceiling_iops",
+            "ops/s",
+            "per-volume ceiling of the cluster's ONTAP version",
+            "ceiling",
+            "iops",
+        ),
+        Evidence("volume_ceiling_fraction", "ratio", "volume IOPS / ceiling", "of ceiling", "percent"),
         Evidence("volume_write_share_ratio", "ratio", "writes / (reads + writes)", "write share", "percent"),
     ),
     dashboard=Dashboard("sanlens-lun-volume", ("cluster", "svm", "volume")),
