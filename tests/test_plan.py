@@ -12,7 +12,7 @@ import math
 import pytest
 
 from sanlens.cli import main
-from sanlens.plan.inputs import parse_version
+from sanlens.model import ontap_version_option
 from sanlens.plan.luns import plan_luns
 from sanlens.plan.operations import load_profile, plan_duration
 
@@ -126,7 +126,7 @@ def test_luns_post_991_queue_dominates_and_write_heavy_gets_two_volumes(capsys) 
 
 
 def test_luns_volume_ceiling() -> None:
-    plan = plan_luns(500_000, 0.1, parse_version("9.10.1"), latency_ms=0.5, queue_depth=64, paths=4)
+    plan = plan_luns(500_000, 0.1, ontap_version_option("9.10.1"), latency_ms=0.5, queue_depth=64, paths=4)
     assert plan.volumes == math.ceil(500_000 / (0.8 * 240_000))  # 3
     assert plan.luns == max(
         math.ceil(500_000 * 0.0005 / (0.75 * 64 * 4)), math.ceil(500_000 / 80_000), plan.volumes

@@ -7,9 +7,12 @@ exception that keeps its domain meaning is CPU-domain busy, which is a ratio of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
+
+from sanlens.errors import SanlensError
 
 MetricType = Literal["counter", "gauge", "info"]
 
@@ -78,6 +81,31 @@ class OntapVersion:
 
     def __str__(self) -> str:
         return f"{self.generation}.{self.major}.{self.minor}"
+
+
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_VERSION_ALONE = re.compile(_VERSION.pattern + r"\S*")  # 9.8P3, 9.12.1RC1
+
+
+def parse_ontap_version(text: str, *, anywhere: bool = False) -> OntapVersion | None:
+    """``9.8``, ``9.12.1``, ``9.8P3`` -> OntapVersion; None when the text is not a version.
+
+    ``anywhere`` takes the first version inside a longer text, as ONTAP prints it
+    in node properties (``NetApp Release 9.8P3: ...``).
+    """
+    s = (text or "").strip()
+    m = _VERSION.search(s) if anywhere else _VERSION_ALONE.fullmatch(s)
+    if not m:
+        return None
+    return OntapVersion(int(m[1]), int(m[2]), int(m[3] or 0), s)
+
+
+def ontap_version_option(text: str) -> OntapVersion:
+    """The value of an ``--ontap-version`` option; a bad one is an error that names the option."""
+    version = parse_ontap_version(text)
+    if version is None:
+        raise SanlensError(f"--ontap-version: expected e.g. 9.8 or 9.12.1, got {text!r}")
+    return version
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sanlens.errors import SanlensError
+from sanlens.model import ontap_version_option
 
 HEAD_BYTES = 4096
 
@@ -162,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --interval: must be positive", file=sys.stderr)
         return 2
     try:
-        version = ontap_inputs.parse_version_arg(args.ontap_version)
+        version = ontap_version_option(args.ontap_version) if args.ontap_version else None
         findings = ontap_inputs.finish(results, args.interval, args.cluster, version)
     except SanlensError as e:
         print(f"error: {e}", file=sys.stderr)

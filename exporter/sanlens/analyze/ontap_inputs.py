@@ -30,7 +30,7 @@ from sanlens.analyze.perfmon_summary import iso_utc
 from sanlens.config import DiagnoseConfig
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import REGISTRY
-from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot
+from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot, parse_ontap_version
 from sanlens.ontap.cli_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.cli_text import iter_sysstat_samples, text_head
 from sanlens.ontap.cooking import (
@@ -197,9 +197,9 @@ class SeriesStats:
 def version_from_rows(rows: Iterable[CounterRow]) -> OntapVersion | None:
     for r in rows:
         text = r.properties.get("ontap_version") or r.properties.get("version") or ""
-        m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-        if m:
-            return OntapVersion(int(m[1]), int(m[2]), int(m[3] or 0), text.strip())
+        version = parse_ontap_version(text, anywhere=True)
+        if version is not None:
+            return version
     return None
 
 
@@ -450,15 +450,6 @@ def _summarised(notes: list[str], keep: int = 20) -> list[str]:
     if len(notes) <= keep:
         return list(notes)
     return [*notes[:keep], f"... and {len(notes) - keep} more skipped item(s)"]
-
-
-def parse_version_arg(text: str | None) -> OntapVersion | None:
-    if not text:
-        return None
-    m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.(\d+))?\S*\s*", text)
-    if not m:
-        raise CaptureError(f"--ontap-version: expected e.g. 9.8 or 9.12.1, got {text!r}")
-    return OntapVersion(int(m[1]), int(m[2]), int(m[3] or 0), text.strip())
 
 
 def render_findings_text(f: Findings, out: Any) -> None:

@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from sanlens.plan.inputs import PlanError, parse_ratio, parse_version
+from sanlens.model import ontap_version_option
+from sanlens.plan.inputs import parse_ratio
 from sanlens.plan.luns import LunPlan, plan_luns, render_luns
 from sanlens.plan.operations import (
     DISK_TYPES,
@@ -48,30 +49,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        if args.plan_kind == "luns":
-            plan: LunPlan | DurationPlan = plan_luns(
-                args.iops,
-                parse_ratio(args.write_ratio),
-                parse_version(args.ontap_version),
-                latency_ms=args.latency_ms,
-                queue_depth=args.queue_depth,
-                paths=args.paths,
-                hosts=args.hosts,
-            )
-        else:
-            plan = plan_duration(
-                args.plan_kind,
-                args.size_gb,
-                args.priority,
-                raid=args.raid,
-                disk_type=args.disk_type,
-                target_size_gb=getattr(args, "target_size_gb", None),
-                profile=load_profile(args.profile),
-            )
-    except PlanError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    """Bad input raises PlanError, which ``sanlens`` reports with exit status 2."""
+    if args.plan_kind == "luns":
+        plan: LunPlan | DurationPlan = plan_luns(
+            args.iops,
+            parse_ratio(args.write_ratio),
+            ontap_version_option(args.ontap_version),
+            latency_ms=args.latency_ms,
+            queue_depth=args.queue_depth,
+            paths=args.paths,
+            hosts=args.hosts,
+        )
+    else:
+        plan = plan_duration(
+            args.plan_kind,
+            args.size_gb,
+            args.priority,
+            raid=args.raid,
+            disk_type=args.disk_type,
+            target_size_gb=getattr(args, "target_size_gb", None),
+            profile=load_profile(args.profile),
+        )
     if args.format == "json":
         json.dump(plan.as_json(), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 
 from sanlens.errors import SanlensError
-from sanlens.model import OntapVersion
 
 
 class PlanError(SanlensError):
     """Bad input to `sanlens plan` (exit 2)."""
-
-
-def parse_version(text: str) -> OntapVersion:
-    m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.(\d+))?\S*\s*", text or "")
-    if not m:
-        raise PlanError(f"--ontap-version: expected e.g. 9.8 or 9.12.1, got {text!r}")
-    return OntapVersion(int(m[1]), int(m[2]), int(m[3] or 0), text.strip())
 
 
 def parse_ratio(text: str) -> float:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from sanlens.model import parse_ontap_version
 from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Builder, Host, Node, Volume, World
 
 CLUSTER = "sanlens-sim"
@@ -101,14 +102,10 @@ class Knobs:
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
-    parts = text.strip().split(".")
-    try:
-        nums = [int(p) for p in parts]
-    except ValueError:
-        raise KnobError(f"ontap_version must look like 9.8.0, got {text!r}") from None
-    if not 2 <= len(nums) <= 3 or nums[0] != 9:
+    v = parse_ontap_version(text)
+    if v is None or v.generation != 9:
         raise KnobError(f"ontap_version must look like 9.8.0, got {text!r}")
-    return (nums[0], nums[1], nums[2] if len(nums) == 3 else 0)
+    return (v.generation, v.major, v.minor)
 
 
 @dataclass(frozen=True)
