@@ -24,6 +24,11 @@ SRC_CLARIION = (
     "EMC CLARiiON FLARE 28 rebuild/migrate priorities: ASAP priority can quadruple OLTP response time"
 )
 
+
+def _ratio(name: str, default: float) -> Threshold:
+    return Threshold(name, default, "ratio", SRC_CLARIION, 1.0, 100.0, "above", "latency / pre-op baseline")
+
+
 SPEC = DiagnosisSpec(
     id="background_operation_impact",
     title="Background operation hurts latency",
@@ -33,26 +38,8 @@ SPEC = DiagnosisSpec(
     ),
     subject="aggregate",
     thresholds=(
-        Threshold(
-            "latency_ratio_warning",
-            1.4,
-            "ratio",
-            SRC_CLARIION,
-            1.0,
-            100.0,
-            "above",
-            "latency / pre-op baseline",
-        ),
-        Threshold(
-            "latency_ratio_critical",
-            3.0,
-            "ratio",
-            SRC_CLARIION,
-            1.0,
-            100.0,
-            "above",
-            "latency / pre-op baseline",
-        ),
+        _ratio("latency_ratio_warning", 1.4),
+        _ratio("latency_ratio_critical", 3.0),
         Threshold(
             "min_latency_seconds",
             0.002,

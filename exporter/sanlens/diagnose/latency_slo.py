@@ -31,6 +31,16 @@ SRC_LATENCY = (
 CLASSES = ("data", "log", "tempdb")
 
 
+# The latency a host disk is judged on; san_oversubscription quotes the same value.
+HOST_LATENCY = Evidence(
+    "host_latency_seconds",
+    "seconds",
+    "the host disk's worse of read and write latency",
+    "host latency",
+    "duration",
+)
+
+
 def _latency(name: str, default: float, help_: str) -> Threshold:
     return Threshold(name, default, "seconds", SRC_LATENCY, 0.0001, 60.0, "above", help_)
 
@@ -63,13 +73,7 @@ SPEC = DiagnosisSpec(
     severity={1: "latency >= class warning", 2: "latency >= class critical"},
     fix="The catch-all: look at the other diagnoses of the same subject for the cause.",
     evidence=(
-        Evidence(
-            "host_latency_seconds",
-            "seconds",
-            "the host disk's worse of read and write latency",
-            "host latency",
-            "duration",
-        ),
+        HOST_LATENCY,
         Evidence(
             "lun_latency_seconds",
             "seconds",

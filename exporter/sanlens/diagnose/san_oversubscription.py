@@ -32,7 +32,7 @@ from sanlens.diagnose.base import (
     weighted_latency,
     worst_latency,
 )
-from sanlens.diagnose.latency_slo import class_level
+from sanlens.diagnose.latency_slo import HOST_LATENCY, class_level
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import HostDiskStats
 
@@ -82,13 +82,7 @@ SPEC = DiagnosisSpec(
     },
     fix="Add FC target ports or paths; check fan-in (7:1 to 12:1), zoning and HBA queue depth.",
     evidence=(
-        Evidence(
-            "host_latency_seconds",
-            "seconds",
-            "the host disk's worse of read and write latency",
-            "host latency",
-            "duration",
-        ),
+        HOST_LATENCY,
         Evidence(
             "lun_latency_seconds",
             "seconds",
