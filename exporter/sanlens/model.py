@@ -7,6 +7,7 @@ exception that keeps its domain meaning is CPU-domain busy, which is a ratio of
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,17 @@ from typing import Literal
 from sanlens.errors import SanlensError
 
 MetricType = Literal["counter", "gauge", "info"]
+
+
+def iso_utc(epoch: float | None, *, milliseconds: bool = False) -> str | None:
+    """ISO-8601 UTC with a ``Z`` suffix, as ONTAP and the JSON outputs write times; None stays None.
+
+    ``milliseconds`` keeps a fraction of a second when there is one (PerfMon rows carry them).
+    """
+    if epoch is None:
+        return None
+    t = dt.datetime.fromtimestamp(epoch, dt.UTC).replace(tzinfo=None)
+    return t.isoformat(timespec="milliseconds" if milliseconds and t.microsecond else "seconds") + "Z"
 
 
 @dataclass(frozen=True, slots=True)

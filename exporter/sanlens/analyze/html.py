@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -69,7 +70,8 @@ def _fmt(v: float | None) -> str:
     return f"{v:.3g}" if a < 1000 else f"{v:,.0f}"
 
 
-def _iso(t: float) -> str:
+def _utc_text(t: float) -> str:
+    """A time as the report prints it: ``2025-03-02 10:00:00`` (UTC)."""
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
@@ -111,8 +113,8 @@ def svg_chart(points: Sequence[tuple[float, float]], band: tuple[float, float] |
     for y in (y_lo, (y_lo + y_hi) / 2, y_hi):
         parts.append(f'<text x="{left - 4}" y="{sy(y) + 3:.1f}" text-anchor="end">{_e(_fmt(y))}</text>')
     if x1 > x0 and x0 > 1e8:  # real epoch times
-        parts.append(f'<text x="{left}" y="{h - 4}">{_e(_iso(x0))}</text>')
-        parts.append(f'<text x="{left + pw}" y="{h - 4}" text-anchor="end">{_e(_iso(x1))} UTC</text>')
+        parts.append(f'<text x="{left}" y="{h - 4}">{_e(_utc_text(x0))}</text>')
+        parts.append(f'<text x="{left + pw}" y="{h - 4}" text-anchor="end">{_e(_utc_text(x1))} UTC</text>')
     pts = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
     if len(points) == 1:
         x, y = points[0]
@@ -139,8 +141,7 @@ def render_html(results: Sequence[Any], findings: Findings) -> str:
         "<title>sanlens analyze report</title>",
         f"<style>{CSS}</style></head><body>",
         "<h1>sanlens analyze</h1>",
-        f'<p class="muted">sanlens {_e(__version__)} · generated '
-        f"{_e(dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M:%S'))} UTC</p>",
+        f'<p class="muted">sanlens {_e(__version__)} · generated {_e(_utc_text(time.time()))} UTC</p>',
         "<h2>Inputs</h2><table><tr><th>file</th><th>kind</th><th>samples</th><th>start</th><th>end</th></tr>",
     ]
     for r in results:

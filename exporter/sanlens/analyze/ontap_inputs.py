@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sanlens.analyze.perfmon_summary import iso_utc
 from sanlens.config import DiagnoseConfig
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import REGISTRY
-from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot, parse_ontap_version
+from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot, iso_utc, parse_ontap_version
 from sanlens.ontap.cli_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.cli_text import iter_sysstat_samples, text_head
 from sanlens.ontap.cooking import (
@@ -100,8 +99,8 @@ class OntapInput:
             "instances": len(self.instances),
             "samples": self.samples,
             "counters": None,
-            "start": iso_utc(self.start),
-            "end": iso_utc(self.end),
+            "start": iso_utc(self.start, milliseconds=True),
+            "end": iso_utc(self.end, milliseconds=True),
         }
 
     def iter_samples(self, notes: list[str] | None = None) -> Iterator[Sample]:

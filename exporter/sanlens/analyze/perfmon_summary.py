@@ -10,12 +10,12 @@ With the optional pyarrow extra, clean UTF-8 logs go through Arrow's C++ reader 
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sanlens.hosts.perfmon import CounterPath, PerfmonLog, PerfmonParseError
+from sanlens.model import iso_utc
 
 _BATCH = 256
 
@@ -73,18 +73,9 @@ class LogSummary:
             "hosts": self.hosts,
             "samples": self.samples,
             "counters": len(self.columns),
-            "start": iso_utc(self.start),
-            "end": iso_utc(self.end),
+            "start": iso_utc(self.start, milliseconds=True),
+            "end": iso_utc(self.end, milliseconds=True),
         }
-
-
-def iso_utc(epoch: float | None) -> str | None:
-    """ISO-8601 UTC with a ``Z`` suffix and millisecond precision when needed."""
-    if epoch is None:
-        return None
-    t = dt.datetime.fromtimestamp(epoch, dt.UTC)
-    spec = "milliseconds" if t.microsecond else "seconds"
-    return t.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
 
 
 def summarize(path: str | Path, engine: str = "auto") -> LogSummary:
@@ -100,8 +91,8 @@ def summarize(path: str | Path, engine: str = "auto") -> LogSummary:
                 f"{len(log.header.unparsed)} header cell(s) are not counter paths, e.g. {log.header.unparsed[0]!r}"
             )
         if engine == "auto":
-            # Imported here: pyarrow costs ~80 MB and a third of a second, and importers that only
-            # want iso_utc (the ONTAP analyze path) should not pay for it.
+            # Imported here: pyarrow costs ~80 MB and a third of a second, which ONTAP-only
+            # analyses should not pay.
             from sanlens.analyze.perfmon_arrow import summarize_arrow
 
             if summarize_arrow(log, summary):
@@ -163,4 +154,4 @@ def _slow_row(cols: list[ColumnStats], cells: list[str], log: PerfmonLog, line: 
             st.max = v
 
 
-__all__ = ["ColumnStats", "LogSummary", "PerfmonParseError", "iso_utc", "summarize"]
+__all__ = ["ColumnStats", "LogSummary", "PerfmonParseError", "summarize"]

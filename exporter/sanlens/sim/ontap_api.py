@@ -8,12 +8,12 @@ from :mod:`sanlens.sim.estate` at the instant of the request.
 
 from __future__ import annotations
 
-import datetime as _dt
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sanlens.model import iso_utc
 from sanlens.ontap.catalogue import CounterDef, TableDef, catalogue
 from sanlens.sim.estate import CP_PHASES, UPTIME_S, Estate
 from sanlens.sim.world import DOMAINS, Aggregate, Disk, Lif, Lun, Node, Volume, World, stable_uuid
@@ -347,10 +347,6 @@ def _filler(kind: str, base: float) -> float:
 
 
 # ------------------------------------------------------------------ inventory collections
-def iso(t: float) -> str:
-    return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _keyperf(estate: Estate, kind: str, key: str, t: float, names: tuple[str, ...]) -> Json:
     """``statistics`` in the keyperf shape: iops_raw, latency_raw (µs), throughput_raw (bytes)."""
     cs = estate.counters[kind]
@@ -363,7 +359,7 @@ def _keyperf(estate: Estate, kind: str, key: str, t: float, names: tuple[str, ..
 
     r, w, o, rl, wl, ol, rb, wb = (v(n) for n in names)
     return {
-        "timestamp": iso(t),
+        "timestamp": iso_utc(t),
         "status": "ok",
         "latency_raw": {"other": ol, "total": rl + wl + ol, "read": rl, "write": wl},
         "iops_raw": {"read": r, "write": w, "other": o, "total": r + w + o},
@@ -431,13 +427,13 @@ def node_records(estate: Estate, w: World, page: list[Node], t: float) -> list[J
                     ],
                 },
                 "statistics": {
-                    "timestamp": iso(t),
+                    "timestamp": iso_utc(t),
                     "status": "ok",
                     "processor_utilization_raw": int(busy),
                     "processor_utilization_base": int(elapsed),
                 },
                 "metric": {
-                    "timestamp": iso(t),
+                    "timestamp": iso_utc(t),
                     "duration": "PT15S",
                     "status": "ok",
                     "processor_utilization": round(100.0 * n.cpu_busy),
