@@ -28,7 +28,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +42,10 @@ import mixin.config  # noqa: E402  (puts exporter/ on sys.path)
 from mixin.config import MixinConfig  # noqa: E402
 
 from sanlens.diagnose.registry import REGISTRY  # noqa: E402
-from sanlens.diagnose.spec import DiagnosisSpec, Evidence  # noqa: E402
+from sanlens.diagnose.spec import SEVERITY, DiagnosisSpec, Evidence  # noqa: E402
 
 OUT = HERE / "sanlens.rules.yaml"
 DEFAULT = mixin.config.DEFAULT
-SEVERITY = {1: "warning", 2: "critical"}
 # Alert `for:` on top of the engine's own sustain window (which already proves the
 # signature lasted): enough to ride out one bad scrape, short enough to page early.
 FOR = {1: "10m", 2: "5m"}
@@ -74,7 +72,7 @@ def metric(cfg: MixinConfig, name: str, *matchers: str) -> str:
 
 def query(cfg: MixinConfig, name: str, matchers: str, args: str) -> str:
     """A Go template pipeline ``printf "<name{job, matchers}>" args | query`` (``matchers`` holds the verbs)."""
-    sel = _selector(replace(cfg, job_selector=cfg.job_selector.replace("%", "%%")), matchers)
+    sel = ",".join(m for m in (cfg.job_selector.replace("%", "%%"), matchers) if m)  # printf-safe
     return f"printf {json.dumps(f'{name}{{{sel}}}', ensure_ascii=False)} {args} | query"
 
 
