@@ -77,11 +77,13 @@ class _SelfCollector(Collector):
 
 
 # ------------------------------------------------------------------ fast text path
-def _esc(v: str) -> str:
+def escape_label_value(v: str) -> str:
+    """A label value as text format 0.0.4 quotes it."""
     return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _num(v: float) -> str:
+def format_value(v: float) -> str:
+    """A sample value as text format 0.0.4 writes it (``1.0``, ``NaN``, ``+Inf``), as the client library does."""
     if math.isnan(v):
         return "NaN"
     if math.isinf(v):
@@ -99,9 +101,11 @@ def render_samples(m: Metric) -> str:
         for k, x in zip(names, values, strict=True):
             e = esc.get(x)
             if e is None:
-                e = esc[x] = _esc(x)
+                e = esc[x] = escape_label_value(x)
             parts.append(f'{k}="{e}"')
-        lines.append(f"{m.name}{{{','.join(parts)}}} {_num(v)}\n" if parts else f"{m.name} {_num(v)}\n")
+        lines.append(
+            f"{m.name}{{{','.join(parts)}}} {format_value(v)}\n" if parts else f"{m.name} {format_value(v)}\n"
+        )
     return "".join(lines)
 
 

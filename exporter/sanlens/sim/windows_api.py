@@ -9,6 +9,7 @@ families ``sanlens_windows_disk_info`` (serial = the ONTAP LUN serial) and
 
 from __future__ import annotations
 
+from sanlens.exposition import escape_label_value, format_value
 from sanlens.sim.estate import Estate
 from sanlens.sim.world import Host
 
@@ -89,14 +90,6 @@ _PD_FAMILIES = (
 )
 
 
-def _esc(v: str) -> str:
-    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _num(v: float) -> str:
-    return repr(float(v)) if v != int(v) or abs(v) >= 1e15 else f"{int(v)}"
-
-
 def render(estate: Estate, host: Host, t: float) -> str:
     cs = estate.counters["hostdisk"]
     rows = {}
@@ -113,7 +106,7 @@ def render(estate: Estate, host: Host, t: float) -> str:
                 label = d.number if obj == "PhysicalDisk" else d.drive
                 key = "disk" if obj == "PhysicalDisk" else "volume"
                 value = float(round(d.queue)) if counter is None else rows[d.number][cs.col[counter]]
-                lines.append(f'{name}{{{key}="{_esc(label)}"}} {_num(value)}')
+                lines.append(f'{name}{{{key}="{escape_label_value(label)}"}} {format_value(value)}')
     lines.append(
         "# HELP windows_logical_disk_info A metric with a constant '1' value labeled with logical disk information"
     )
@@ -128,13 +121,15 @@ def render(estate: Estate, host: Host, t: float) -> str:
     )
     lines.append("# TYPE windows_logical_disk_size_bytes gauge")
     for d in host.disks:
-        lines.append(f'windows_logical_disk_size_bytes{{volume="{d.drive}"}} {_num(d.size_bytes)}')
+        lines.append(f'windows_logical_disk_size_bytes{{volume="{d.drive}"}} {format_value(d.size_bytes)}')
     lines.append(
         "# HELP windows_logical_disk_free_bytes Free space in bytes, updates every 10-15 min (LogicalDisk.PercentFreeSpace)"
     )
     lines.append("# TYPE windows_logical_disk_free_bytes gauge")
     for d in host.disks:
-        lines.append(f'windows_logical_disk_free_bytes{{volume="{d.drive}"}} {_num(d.size_bytes * 0.4)}')
+        lines.append(
+            f'windows_logical_disk_free_bytes{{volume="{d.drive}"}} {format_value(d.size_bytes * 0.4)}'
+        )
     lines.append(
         "# HELP sanlens_windows_disk_info Disk identity written by the sanlens textfile script (Get-Disk)"
     )
@@ -142,8 +137,8 @@ def render(estate: Estate, host: Host, t: float) -> str:
     for d in host.disks:
         uid = "600A0980" + d.serial.encode().hex().upper() if d.lun_key else ""
         lines.append(
-            f'sanlens_windows_disk_info{{disk="{d.number}",friendly_name="{_esc(d.friendly_name)}",'
-            f'serial_number="{_esc(d.serial)}",unique_id="{uid}"}} 1'
+            f'sanlens_windows_disk_info{{disk="{d.number}",friendly_name="{escape_label_value(d.friendly_name)}",'
+            f'serial_number="{escape_label_value(d.serial)}",unique_id="{uid}"}} 1'
         )
     lines.append("# HELP sanlens_windows_disk_paths Active MPIO paths of the disk (sanlens textfile script)")
     lines.append("# TYPE sanlens_windows_disk_paths gauge")
