@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 from sanlens import __version__
 from sanlens.analyze import cli as analyze_cli
-from sanlens.config import load_config
+from sanlens.config import Config, load_config
 from sanlens.diagnose.registry import validate_config
-from sanlens.errors import ConfigError, SanlensError
+from sanlens.errors import SanlensError
 from sanlens.plan import cli as plan_cli
 from sanlens.sim import cli as sim_cli
 
@@ -33,13 +33,15 @@ def setup_logging(level: str = "info") -> None:
     )
 
 
+def checked_config(path: str) -> Config:
+    """The config file, its diagnosis thresholds checked too; a ConfigError exits 2 through ``main``."""
+    cfg = load_config(path)
+    validate_config(cfg)
+    return cfg
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
-    try:
-        cfg = load_config(args.file)
-        validate_config(cfg)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    cfg = checked_config(args.file)
     print(f"{args.file}: OK ({len(cfg.ontap)} ONTAP target(s), {len(cfg.hosts)} host(s))")
     return 0
 
@@ -47,12 +49,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from sanlens.runtime import Exporter, wait_for_signal
 
-    try:
-        cfg = load_config(args.config)
-        validate_config(cfg)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    cfg = checked_config(args.config)
     setup_logging(args.log_level or cfg.log_level)
     exporter = Exporter(cfg, listen=args.listen)
     exporter.start()
