@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "exporter"))
 
+from sanlens.diagnose.registry import REGISTRY, WINDOW_KEYS  # noqa: E402
 from sanlens.ontap.catalogue import TableDef, catalogue  # noqa: E402
 
 OUT = HERE / "metrics.md"
@@ -541,6 +542,48 @@ def ontap_counter_section() -> list[str]:
     return out
 
 
+def _num(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def diagnosis_tables() -> list[str]:
+    """The label values of the evidence and threshold families, from the diagnosis specs."""
+    out = [
+        "### Evidence",
+        "",
+        "The `evidence` label of `sanlens_diagnosis_evidence`, by diagnosis; the `/diagnoses` JSON",
+        "uses the same names. A finding carries the values it could compute.",
+        "",
+        "| diagnosis | evidence | unit | meaning |",
+        "|---|---|---|---|",
+    ]
+    for did, spec in REGISTRY.items():
+        for e in spec.evidence:
+            out.append(f"| `{did}` | `{e.name}` | {e.unit} | {_cell(e.help)} |")
+    out += [
+        "",
+        "### Thresholds",
+        "",
+        "The `threshold` label of `sanlens_diagnosis_threshold`, by diagnosis: the configurable",
+        "thresholds (config `diagnose.thresholds.<id>.<name>`, within the range shown) and the",
+        f"{_code(WINDOW_KEYS)} windows, which the exposed value shows after `sustain_scale`.",
+        "",
+        "| diagnosis | threshold | default | unit | range | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for did, spec in REGISTRY.items():
+        for t in spec.thresholds:
+            out.append(
+                f"| `{did}` | `{t.name}` | {_num(t.default)} | {t.unit} | {_num(t.min)} to {_num(t.max)} "
+                f"| {_cell(t.help)} |"
+            )
+        windows = {"sustain_seconds": spec.sustain_s, "exit_seconds": spec.exit_s}
+        for key in WINDOW_KEYS:
+            what = "sustain window" if key == "sustain_seconds" else "exit window"
+            out.append(f"| `{did}` | `{key}` | {_num(windows[key])} | seconds | | {what} |")
+    return out
+
+
 def render() -> str:
     lines = [PROLOGUE]
     lines += [
@@ -578,9 +621,11 @@ def render() -> str:
         "",
         "Labels of every finding: `diagnosis` (the id), `subject` (a readable key such as",
         "`cluster1/svm1/lun0` or `sql01/disk 1`) and the subject's own labels; the others are empty.",
-        "See [Diagnoses](diagnoses.md) for the ids, their thresholds and evidence.",
+        "See [Diagnoses](diagnoses.md) for what each id finds.",
         "",
         *family_table(DIAGNOSES),
+        "",
+        *diagnosis_tables(),
         "",
     ]
     lines.append(READING)

@@ -332,14 +332,14 @@ def test_ontap_and_host_selectors_are_filtered_by_a_variable(uid: str) -> None:
             )
 
 
-def test_every_metric_is_in_the_architecture_contract() -> None:
-    contract = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+def test_every_metric_is_in_the_metrics_reference() -> None:
+    contract = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
     for d in DASHBOARDS.values():
         texts = [e for _, e in exprs(d)] + [var_query(v) for v in variables(d)]
         for text in texts:
             for name in re.findall(r"\bsanlens_\w+", RECORDED.sub("", text)):
                 assert re.search(rf"`{name}[`{{]", contract), (
-                    f"{d['uid']}: {name} is not in docs/architecture.md"
+                    f"{d['uid']}: {name} is not in docs/metrics.md"
                 )
 
 

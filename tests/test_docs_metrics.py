@@ -120,3 +120,17 @@ def test_reference_mentions_every_family_once_in_a_table_row() -> None:
     text = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(sanlens_\w+)` \| (?:counter|gauge) \|", text, flags=re.M)
     assert sorted(rows) == sorted(documented())
+
+
+def test_evidence_and_threshold_labels_on_the_page_are_documented() -> None:
+    text = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(\w+)` \| `(\w+)` \|", text, flags=re.M))
+    seen: set[tuple[str, str]] = set()
+    for fam in text_string_to_metric_families(golden.golden_text()):
+        key = {"sanlens_diagnosis_evidence": "evidence", "sanlens_diagnosis_threshold": "threshold"}.get(
+            fam.name
+        )
+        if key:
+            seen |= {(s.labels["diagnosis"], s.labels[key]) for s in fam.samples}
+    assert seen, "no evidence or threshold series on the page"
+    assert seen <= rows, sorted(seen - rows)
