@@ -338,9 +338,7 @@ def test_every_metric_is_in_the_metrics_reference() -> None:
         texts = [e for _, e in exprs(d)] + [var_query(v) for v in variables(d)]
         for text in texts:
             for name in re.findall(r"\bsanlens_\w+", RECORDED.sub("", text)):
-                assert re.search(rf"`{name}[`{{]", contract), (
-                    f"{d['uid']}: {name} is not in docs/metrics.md"
-                )
+                assert re.search(rf"`{name}[`{{]", contract), f"{d['uid']}: {name} is not in docs/metrics.md"
 
 
 def test_recording_rules_used_exist_in_the_rules_file() -> None:
