@@ -216,7 +216,7 @@ def values_of(
 
 
 def check_values(prom: PrometheusHandle, checks: list[Check]) -> None:
-    """Panel maths against the scenario table of docs/architecture.md (mixed = the four field cases)."""
+    """Panel maths against the scenario table of docs/simulator.md (mixed = the four field cases)."""
     cpu = "sanlens-ontap-cpu-domains"
     kahuna = {m["node"]: v for m, v in values_of(prom, checks, cpu, "Kahuna vs its thresholds", "A")}
     hot = max(kahuna, key=lambda n: kahuna[n])

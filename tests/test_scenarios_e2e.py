@@ -1,4 +1,4 @@
-"""Every simulator scenario through the real exporter: the diagnoses of docs/architecture.md fire, no other.
+"""Every simulator scenario through the real exporter: the diagnoses of docs/simulator.md fire, no other.
 
 Each case runs an in-process Simulator and a sanlens Exporter (demo config, 2 s
 polls, windows scaled by 0.02 so the longest 30-minute sustain is 36 s) and
@@ -29,7 +29,7 @@ POLL_S = 2.0
 SETTLE_S = 50.0  # longest scaled sustain (36 s) plus polls: an unexpected finding would have shown
 DEADLINE_S = 110.0
 
-# docs/architecture.md, "Scenarios and what they must make sanlens find"
+# docs/simulator.md, "Scenarios and what they must make sanlens find"
 CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
     "healthy": ("healthy", {}, set()),
     "oversub-2": ("san-oversubscription", {"fa_ports": 2}, {"san_oversubscription", "latency_slo"}),

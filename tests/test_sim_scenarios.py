@@ -1,4 +1,4 @@
-"""Each scenario serves the field case of docs/architecture.md's table, measured through HTTP over a
+"""Each scenario serves the field case of docs/simulator.md's table, measured through HTTP over a
 hand-moved clock: the expected figures below come from that table, not from the simulator code."""
 
 from __future__ import annotations
@@ -335,6 +335,6 @@ def test_scale_knobs_and_page_speed() -> None:
         body = get(s, "/api/cluster/counter/tables/lun/rows", fields="*", max_records=10000)
         rows_s = time.monotonic() - t1
         assert body["num_records"] == 10000
-    # generous bounds for a shared 2-core box; the README records the measured figures
+    # generous bounds for a shared 2-core box; docs/simulator.md records the measured figures
     assert build_s < 20.0
     assert rows_s < 3.0, f"10,000 LUN rows took {rows_s:.2f}s"
