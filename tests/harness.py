@@ -68,6 +68,20 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
         return int(e.code), e.read()
 
 
+def get_ok(url: str, what: str, timeout: float = 5.0) -> bytes:
+    """The body of a GET that must answer 200; anything else fails with ``what`` and the start of the body."""
+    status, body = http_get(url, timeout=timeout)
+    if status != 200:
+        raise AssertionError(f"{what}: HTTP {status} {body[:300]!r}")
+    return body
+
+
+def get_json_list(url: str, what: str) -> list[Any]:
+    result = json.loads(get_ok(url, what))
+    assert isinstance(result, list), f"{what}: expected a JSON list"
+    return result
+
+
 def http_post_json(url: str, payload: Any, timeout: float = 5.0) -> tuple[int, bytes]:
     data = json.dumps(payload).encode()
     req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
@@ -195,10 +209,7 @@ class SimHandle:
             raise AssertionError(f"POST /-/sim/scenario {scenario}: HTTP {status} {body[:300]!r}")
 
     def state(self) -> Any:
-        status, body = http_get(f"{self.url}/-/sim/state")
-        if status != 200:
-            raise AssertionError(f"GET /-/sim/state: HTTP {status}")
-        return json.loads(body)
+        return json.loads(get_ok(f"{self.url}/-/sim/state", "GET /-/sim/state"))
 
 
 @dataclass
@@ -217,18 +228,10 @@ class ExporterHandle:
         return f"http://{self.address}"
 
     def metrics_text(self) -> str:
-        status, body = http_get(f"{self.url}/metrics")
-        if status != 200:
-            raise AssertionError(f"/metrics: HTTP {status}")
-        return body.decode()
+        return get_ok(f"{self.url}/metrics", "/metrics").decode()
 
     def diagnoses(self) -> list[dict[str, Any]]:
-        status, body = http_get(f"{self.url}/diagnoses")
-        if status != 200:
-            raise AssertionError(f"/diagnoses: HTTP {status}")
-        result = json.loads(body)
-        assert isinstance(result, list)
-        return result
+        return get_json_list(f"{self.url}/diagnoses", "/diagnoses")
 
 
 @dataclass
@@ -289,12 +292,8 @@ class AlertmanagerHandle:
     def alerts(self, **filters: str) -> list[dict[str, Any]]:
         """Alerts held by Alertmanager (API v2)."""
         params = [("active", "true")] + [("filter", f'{k}="{v}"') for k, v in filters.items()]
-        status, body = http_get(f"{self.url}/api/v2/alerts?{urllib.parse.urlencode(params)}")
-        if status != 200:
-            raise AssertionError(f"Alertmanager /api/v2/alerts: HTTP {status} {body[:300]!r}")
-        result = json.loads(body)
-        assert isinstance(result, list)
-        return result
+        url = f"{self.url}/api/v2/alerts?{urllib.parse.urlencode(params)}"
+        return get_json_list(url, "Alertmanager /api/v2/alerts")
 
 
 # ------------------------------------------------------------------ fake PagerDuty
