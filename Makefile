@@ -14,7 +14,7 @@ all: test
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,winrm]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,winrm,sim]'
 	@rm -f $(VENV)/.installed-*; touch $@
 
 venv: $(STAMP)

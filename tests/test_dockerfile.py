@@ -188,6 +188,22 @@ def test_wheel_installs_into_a_fresh_venv_and_reports_its_version(image_venv: Pa
     assert int(n_tables) > 0
 
 
+def test_image_needs_no_simulator_extras(image_venv: Path) -> None:
+    """cryptography (the simulator's --tls) is the `sim` extra: the wheel does not require it, and
+    the exporter's entry point does not import it."""
+    python = str(image_venv / "bin" / "python")
+    probe = "import importlib.metadata as m; print(*(m.requires('sanlens') or []), sep='\\n')"
+    requires = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout
+    crypto = [r for r in requires.splitlines() if r.startswith("cryptography")]
+    assert crypto and all('extra == "sim"' in r for r in crypto), requires
+    probe = (
+        "import sys; import sanlens.cli, sanlens.runtime; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography'))"
+    )
+    loaded = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
 def test_entrypoint_serves_and_the_healthcheck_tells_up_from_down(
     image_venv: Path, stages: list[list[tuple[str, str]]], tmp_path: Path
 ) -> None:

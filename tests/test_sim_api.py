@@ -16,6 +16,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import fixture_path
+from sanlens.cli import main
 from sanlens.sim.server import Simulator
 
 TABLES = ("lun", "volume", "system:node", "disk:constituent", "fcp_lif", "wafl")
@@ -403,6 +404,15 @@ def test_tls_mode_serves_https() -> None:
         assert r2.status_code == 200
         with pytest.raises(requests.exceptions.SSLError):
             requests.get(s.url + "/api/cluster", timeout=10)  # verification on by default fails
+
+
+def test_tls_without_cryptography_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "cryptography", None)  # as if the `sim` extra were not installed
+    assert main(["simulate", "--scenario", "healthy", "--tls"]) == 2
+    err = capsys.readouterr().err
+    assert "cryptography" in err and "pip install 'sanlens[sim]'" in err
 
 
 def test_cli_help() -> None:

@@ -27,6 +27,7 @@ from sanlens.sim.estate import Estate
 from sanlens.sim.faults import FaultError, FaultState
 from sanlens.sim.ontap_api import ApiError, Json, RowOptions
 from sanlens.sim.scenarios import KnobError
+from sanlens.sim.tls import make_self_signed
 from sanlens.sim.world import World, stable_uuid
 
 log = logging.getLogger(__name__)
@@ -94,18 +95,11 @@ class Simulator:
 
     # -- lifecycle
     def start(self) -> Simulator:
+        ctx = self._tls_context() if self.tls else None  # before binding: it may fail
         server = _Server((self.host, self._port), _Handler)
         server.sim = self
-        if self.tls:
-            from sanlens.sim.tls import make_self_signed
-
-            self._tmp = Path(tempfile.mkdtemp(prefix="sanlens-sim-tls-"))
-            cert, key = make_self_signed(self._tmp, self.host)
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-            ctx.load_cert_chain(cert, key)
+        if ctx is not None:
             server.socket = ctx.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
-            self.cert_file = cert
         self._server = server
         self._port = int(server.server_address[1])
         self._thread = threading.Thread(
@@ -113,6 +107,19 @@ class Simulator:
         )
         self._thread.start()
         return self
+
+    def _tls_context(self) -> ssl.SSLContext:
+        tmp = Path(tempfile.mkdtemp(prefix="sanlens-sim-tls-"))
+        try:
+            cert, key = make_self_signed(tmp, self.host)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self._tmp, self.cert_file = tmp, cert
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(cert, key)
+        return ctx
 
     def stop(self) -> None:
         if self._server is not None:

@@ -1,4 +1,8 @@
-"""A throw-away self-signed certificate for ``--tls`` (127.0.0.1 and localhost), made with ``cryptography``."""
+"""A throw-away self-signed certificate for ``--tls`` (127.0.0.1 and localhost), made with ``cryptography``.
+
+``cryptography`` is the ``sim`` extra: the exporter itself never needs it, so it
+is imported only when a certificate is made.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,27 @@ import datetime as _dt
 import ipaddress
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from sanlens.errors import SanlensError
+
+INSTALL_HINT = "pip install 'sanlens[sim]'"
+
+
+class TlsUnavailable(SanlensError):
+    """The simulator's --tls needs the optional ``cryptography`` package."""
 
 
 def make_self_signed(folder: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
     """Write ``cert.pem`` and ``key.pem`` (EC P-256, valid 30 days) into ``folder``; return their paths."""
+    try:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+    except ModuleNotFoundError:
+        raise TlsUnavailable(
+            f"the simulator's --tls makes its certificate with the 'cryptography' package, "
+            f"which is not installed: {INSTALL_HINT}"
+        ) from None
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sanlens simulator")])
     now = _dt.datetime.now(_dt.UTC)
