@@ -218,9 +218,10 @@ def test_chart_refuses_inline_and_environment_credentials_the_exporter_allows(ke
     assert exporter_ok(cfg)  # the exporter allows them (with a warning for password); the chart does not
 
 
-def test_documented_config_example_passes_both() -> None:
-    """The annotated example of docs/configuration.md is a config the chart and the exporter accept."""
-    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("page", ["docs/configuration.md", "README.md"])
+def test_documented_config_example_passes_both(page: str) -> None:
+    """The first YAML example of the page is a config the chart and the exporter accept."""
+    text = (ROOT / page).read_text(encoding="utf-8")
     block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
     cfg = yaml.safe_load(block)
     assert exporter_ok(cfg)
