@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from tests.conftest import fixture_path
 
-from sanlens.ontap import cli_text
-from sanlens.ontap.cli_text import iter_statistics_samples, iter_sysstat_samples, parse_cli_time, text_head
+from sanlens.ontap import cli_capture
+from sanlens.ontap.cli_capture import parse_cli_time, text_head
 from sanlens.ontap.cooking import CaptureError, cook_row
+from sanlens.ontap.statistics_text import iter_statistics_samples
+from sanlens.ontap.sysstat_text import iter_sysstat_samples
 
 DATA = Path(__file__).parent / "data" / "ontap"
 OSC = "/vol/osc_iscsi_vol01/osc_iscsi_vol01"
@@ -492,7 +494,7 @@ def test_chunk_boundaries_split_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     src = REAL / "wafl-two-nodes.txt"
     want, _ = _parse(src)
     text = src.read_text().replace("\n", "\r\n")
-    monkeypatch.setattr(cli_text, "_CHUNK", 7)
+    monkeypatch.setattr(cli_capture, "CHUNK", 7)
     f = tmp_path / "w.txt"
     f.write_bytes(text.encode("utf-16"))
     assert _parse(f)[0] == want

@@ -30,8 +30,7 @@ from sanlens.config import DiagnoseConfig
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import REGISTRY
 from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot, iso_utc, parse_ontap_version
-from sanlens.ontap.cli_text import iter_statistics_samples as iter_statistics
-from sanlens.ontap.cli_text import iter_sysstat_samples, text_head
+from sanlens.ontap.cli_capture import text_head
 from sanlens.ontap.cooking import (
     CaptureError,
     Cooked,
@@ -43,6 +42,8 @@ from sanlens.ontap.cooking import (
     keeps_partial,
     parse_schema_doc,
 )
+from sanlens.ontap.statistics_text import iter_statistics_samples as iter_statistics
+from sanlens.ontap.sysstat_text import iter_sysstat_samples
 from sanlens.ontap.views import build_view
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)

@@ -1,12 +1,4 @@
-"""Parsers for ONTAP CLI text: ``statistics show -raw`` and nodeshell ``sysstat -M``.
-
-Both are streamed line by line, so a capture of any length is read in bounded
-memory, and both yield the row model of ``sanlens.ontap.cooking``.
-
-Text is decoded strictly: UTF-8 (BOM optional) or UTF-16 with a BOM (what
-Windows tools write); ``\\n``, ``\\r\\n`` and a lone ``\\r`` all end a line. Bytes
-that do not decode are a ``CaptureError`` at FILE:LINE, never replacement
-characters that would then parse as data.
+"""Parser for ONTAP's ``statistics show -raw`` text, streamed in bounded memory into counter rows.
 
 ``statistics show -raw`` prints one block per instance (``Object:``,
 ``Instance:``, ``Start-time:``, ``End-time:``, ``Scope:``, ``Number of
@@ -43,24 +35,17 @@ How the text maps onto rows:
   skipped too, unless the capture holds nothing else: then the error is the
   ``CaptureError``. Every skipped thing becomes one ``notes`` string,
   ``FILE:LINE: why``, when the caller passes a list.
-
-``sysstat -M`` prints a header (``ANY1+ .. AVG CPU0 .. Network Protocol ...
-Kahuna WAFL_Ex(Kahu) ... Ops/s CP``), repeated every screenful, then one line
-per interval. Domain columns are percent of one core; ``WAFL_Ex(Kahu)`` holds
-WAFL_Ex with, in parentheses, the part of it that ran serially (Kahuna).
 """
 
 from __future__ import annotations
 
-import codecs
-import datetime as dt
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from sanlens.ontap.cli_capture import lines, number, parse_cli_time
 from sanlens.ontap.cooking import CaptureError, CounterRow, Sample
 
-_NUM = re.compile(r"^(-?\d+(?:\.\d+)?)(us|ms|s|%|b|kb|KB|MB|GB)?$")
 _HEADER = re.compile(r"^(Object|Instance|Start-time|End-time|Scope|Number of Constituents):\s*(.*)$")
 _TRAILER = re.compile(r"^\s*(\d+) (?:entries were|entry was) displayed\.?\s*$")
 _RULER = re.compile(r"^\s*(-{3,})\s+(-{3,})\s*$")
@@ -71,90 +56,6 @@ _SESSION = re.compile(  # login banners, prompts, confirmations and the pager: s
     r"|Press <space> to page down|[\w.-]+::[\w*]*>(?:\s|$))"
 )
 _CONSTITUENTS = re.compile(r"^(\d+)\s*(?:\((\S+)\))?")
-_EOL = re.compile(r"\r\n|\r|\n")
-_CHUNK = 1 << 16
-_MAX_LINE = 1 << 20
-_ENCODING_NAMES = {"utf-8": "UTF-8", "utf-16-le": "UTF-16", "utf-16-be": "UTF-16"}
-
-
-def parse_cli_time(text: str) -> float | None:
-    """``6/11/2025 18:51:00`` (the cluster's local time; read as UTC) -> epoch seconds."""
-    for fmt in ("%m/%d/%Y %H:%M:%S", "%m/%d/%y %H:%M:%S", "%Y-%m-%d %H:%M:%S"):
-        try:
-            return dt.datetime.strptime(text.strip(), fmt).replace(tzinfo=dt.UTC).timestamp()
-        except ValueError:
-            continue
-    return None
-
-
-def _number(text: str) -> float | None:
-    m = _NUM.match(text.strip())
-    return float(m[1]) if m else None
-
-
-def _encoding(head: bytes) -> tuple[str, int]:
-    """The codec and BOM length a capture's first bytes announce; UTF-8 without a BOM."""
-    if head.startswith(codecs.BOM_UTF8):
-        return "utf-8", 3
-    if head.startswith(codecs.BOM_UTF16_LE):
-        return "utf-16-le", 2
-    if head.startswith(codecs.BOM_UTF16_BE):
-        return "utf-16-be", 2
-    return "utf-8", 0
-
-
-def text_head(head: bytes) -> str:
-    """The first bytes of a capture as text, for sniffing its kind (UTF-16 included)."""
-    enc, skip = _encoding(head)
-    return head[skip:].decode(enc, "replace")
-
-
-def _lines(p: Path) -> Iterator[tuple[int, str]]:
-    """(number, line) of a text capture, decoded strictly in bounded memory.
-
-    Lines are split by hand rather than by ``open(newline=None)`` so that an
-    undecodable byte is reported at its own line, not at the start of the 8 KiB
-    chunk the text layer happened to be decoding.
-    """
-    with open(p, "rb") as f:
-        enc, pos = _encoding(f.read(3))
-        f.seek(pos)
-        decoder = codecs.getincrementaldecoder(enc)("strict")
-        n, buf = 0, ""
-        while True:
-            chunk = f.read(_CHUNK)
-            pos += len(chunk)
-            try:
-                buf += decoder.decode(chunk, final=not chunk)
-            except UnicodeDecodeError as e:
-                good = e.object[: e.start].decode(enc, "replace")
-                line = n + 1 + len(_EOL.findall(buf + good))
-                offset = pos - len(e.object) + e.start
-                raise CaptureError(
-                    f"not {_ENCODING_NAMES[enc]} text: byte 0x{e.object[e.start]:02x} at offset {offset} "
-                    "does not decode (ONTAP text is UTF-8, or UTF-16 with a byte-order mark)",
-                    p,
-                    line,
-                ) from None
-            if chunk:
-                hold = buf.endswith("\r")  # its "\n" may open the next chunk
-                parts = _EOL.split(buf[:-1] if hold else buf)
-                buf = parts.pop() + ("\r" if hold else "")
-            else:
-                parts = _EOL.split(buf)
-                if not parts[-1]:
-                    parts.pop()
-            for part in parts:
-                n += 1
-                if "\x00" in part:
-                    raise CaptureError(
-                        "NUL bytes in the text: UTF-16 without a byte-order mark? Save it as UTF-8", p, n
-                    )
-                yield n, part
-            if not chunk:
-                return
-            if len(buf) > _MAX_LINE:
-                raise CaptureError(f"a line longer than {_MAX_LINE} characters: not a text capture", p, n + 1)
 
 
 def _node_scoped(table: str, name: str, props: dict[str, str]) -> bool:
@@ -324,7 +225,7 @@ class _StatisticsReader:
                 row.counters[name] = []
                 row.labels[name] = []
                 return
-            v = _number(text)
+            v = number(text)
             if v is None:
                 row.properties[name] = text
                 b.last = name
@@ -348,7 +249,7 @@ class _StatisticsReader:
         b = self.block
         assert b is not None and b.array is not None
         label = line.rsplit(None, 1)[0].strip()
-        v = _number(tokens[-1])
+        v = number(tokens[-1])
         if v is None:
             raise self.fail(n, f"array {b.array}: element {label!r} is not a number: {tokens[-1]!r}")
         arr = b.row.counters[b.array]
@@ -455,118 +356,8 @@ def iter_statistics_samples(path: str | Path, notes: list[str] | None = None) ->
     """
     p = Path(path)
     reader = _StatisticsReader(p, notes)
-    for n, line in _lines(p):
+    for n, line in lines(p):
         reader.feed(n, line)
         yield from reader.take()
     reader.finish()
     yield from reader.take()
-
-
-# ------------------------------------------------------------------ sysstat -M
-_SYSSTAT_DOMAINS = {
-    "network": "network",
-    "protocol": "protocol",
-    "cluster": "cluster",
-    "storage": "storage",
-    "raid": "raid",
-    "raid_ex": "raid_exempt",
-    "xor_ex": "xor_exempt",
-    "target": "target",
-    "kahuna": "kahuna",
-    "wafl_ex": "wafl_exempt",
-    "wafl_xclean": "wafl_xcleaner",
-    "wafl_mpclean": "wafl_mpcleaner",
-    "sm_exempt": "sm_exempt",
-    "cifs": "cifs",
-    "exempt": "exempt",
-    "ssan_ex": "ssan_exempt",
-    "nwk_exempt": "nwk_exempt",
-    "nwk_legacy": "nwk_legacy",
-    "intr": "intr",
-    "host": "host",
-}
-_PCT = re.compile(r"^(\d+(?:\.\d+)?)%(?:\((\d+(?:\.\d+)?)%\))?$")
-
-
-def iter_sysstat_samples(
-    path: str | Path, node: str | None = None, notes: list[str] | None = None
-) -> Iterator[Sample]:
-    """One Sample (one row, table ``sysstat``) per interval line of ``sysstat -M`` output.
-
-    Counters: ``avg`` (percent of all cores), ``cpu`` and ``any`` (arrays, labels
-    ``cpu0``.. and ``any1+``..), ``domain_busy`` (array, percent of one core,
-    labels ONTAP's domain names, ``wafl_exempt_kahuna`` for the parenthesised
-    WAFL_Ex share), ``ops`` and ``cp``. The values are already per-interval.
-    ``notes``, when given, receives a ``FILE:LINE: why`` string per skipped
-    prompt or command line and for a skipped ``-c`` summary.
-    """
-    p = Path(path)
-    node = node or p.stem
-    header: list[str] | None = None
-    for n, raw in _lines(p):
-        line = raw.strip()
-        low = line.lower()
-        if low.startswith("summary"):
-            if notes is not None:
-                notes.append(f"{p}:{n}: skipped the -c summary: it repeats the intervals as min/avg/max")
-            return
-        if not line or line.startswith("--"):
-            continue
-        if "sysstat" in low or "::>" in line or low.endswith(">"):
-            if notes is not None:
-                notes.append(f"{p}:{n}: skipped a prompt or command line: {line[:80]!r}")
-            continue
-        tokens = line.split()
-        if "AVG" in tokens and any(t.upper().startswith("CPU") for t in tokens):
-            header = tokens
-            continue
-        if header is None:
-            raise CaptureError("data before the sysstat -M header (ANY1+ .. AVG CPU0 ..)", p, n)
-        cells = re.sub(r"\(\s+", "(", line).split()
-        if len(cells) != len(header):
-            raise CaptureError(f"{len(cells)} values under {len(header)} header columns", p, n)
-        yield Sample(None, [_sysstat_row(node, header, cells, p, n)])
-
-
-def _sysstat_row(node: str, header: list[str], cells: list[str], p: Path, n: int) -> CounterRow:
-    row = CounterRow("sysstat", node, {"node": node})
-    cpu: list[float] = []
-    cpu_l: list[str] = []
-    anyc: list[float] = []
-    any_l: list[str] = []
-    dom: list[float] = []
-    dom_l: list[str] = []
-    for col, cell in zip(header, cells, strict=True):
-        key = col.lower()
-        if key in ("ops/s", "ops"):
-            v = _number(cell)
-            if v is None:
-                raise CaptureError(f"{col}: not a number: {cell!r}", p, n)
-            row.counters["ops"] = v
-            continue
-        m = _PCT.match(cell)
-        if not m:
-            raise CaptureError(f"{col}: expected a percent, got {cell!r}", p, n)
-        v = float(m[1])
-        if key == "avg":
-            row.counters["avg"] = v
-        elif key == "cp":
-            row.counters["cp"] = v
-        elif re.fullmatch(r"cpu\d+", key):
-            cpu.append(v)
-            cpu_l.append(key)
-        elif re.fullmatch(r"any\d+\+", key):
-            anyc.append(v)
-            any_l.append(key)
-        else:
-            base = key.split("(")[0]
-            dom.append(v)
-            dom_l.append(_SYSSTAT_DOMAINS.get(base, base))
-            if m[2] is not None:
-                dom.append(float(m[2]))
-                dom_l.append(_SYSSTAT_DOMAINS.get(base, base) + "_kahuna")
-    for name, values, labels in (("cpu", cpu, cpu_l), ("any", anyc, any_l), ("domain_busy", dom, dom_l)):
-        if values:
-            row.counters[name] = values
-            row.labels[name] = labels
-    return row
