@@ -443,7 +443,7 @@ def test_every_catalogue_counter_and_property_is_served(sim: Simulator) -> None:
             assert (s.get("denominator") or {}).get("name", "") == c.spec.base, (name, c.name)
         body = get(sim, f"/api/cluster/counter/tables/{q(name)}/rows", fields="*").json()
         rec = body["records"][0]
-        from sanlens.sim.ontap_api import TABLES
+        from sanlens.sim.ontap_tables import TABLES
 
         assert {c["name"] for c in rec["counters"]} == counters | set(TABLES[name].string_counters), name
         assert props <= {p["name"] for p in rec["properties"]}, name

@@ -1,0 +1,310 @@
+"""The fake ONTAP inventory collections (nodes, LUNs, volumes, aggregates, plexes, disks, FC ports, SVMs).
+
+LUN and volume records carry keyperf ``statistics`` and nodes their processor
+utilization, from :mod:`sanlens.sim.estate` at the instant of the request.
+"""
+
+from __future__ import annotations
+
+from sanlens.model import iso_utc
+from sanlens.sim.estate import UPTIME_S, Estate
+from sanlens.sim.ontap_api import Json, node_uuid, not_found, svm_uuid, version_full
+from sanlens.sim.world import Aggregate, Disk, Lif, Lun, Node, Volume, World, stable_uuid
+
+
+def _keyperf(estate: Estate, kind: str, key: str, t: float, names: tuple[str, ...]) -> Json:
+    """``statistics`` in the keyperf shape: iops_raw, latency_raw (µs), throughput_raw (bytes)."""
+    cs = estate.counters[kind]
+    idx = cs.index.get(key)
+    vals = cs.row(idx, t) if idx is not None else [0.0] * len(cs.names)
+
+    def v(n: str) -> int:
+        j = cs.col.get(n)
+        return int(vals[j]) if j is not None else 0
+
+    r, w, o, rl, wl, ol, rb, wb = (v(n) for n in names)
+    return {
+        "timestamp": iso_utc(t),
+        "status": "ok",
+        "latency_raw": {"other": ol, "total": rl + wl + ol, "read": rl, "write": wl},
+        "iops_raw": {"read": r, "write": w, "other": o, "total": r + w + o},
+        "throughput_raw": {"read": rb, "write": wb, "other": 0, "total": rb + wb},
+    }
+
+
+LUN_STATS = (
+    "read_ops",
+    "write_ops",
+    "other_ops",
+    "average_read_latency",
+    "average_write_latency",
+    "average_other_latency",
+    "read_data",
+    "write_data",
+)
+VOL_STATS = (
+    "total_read_ops",
+    "total_write_ops",
+    "total_other_ops",
+    "read_latency",
+    "write_latency",
+    "other_latency",
+    "bytes_read",
+    "bytes_written",
+)
+
+
+def cluster_record(w: World) -> Json:
+    g, m, n = w.version
+    return {
+        "name": w.cluster,
+        "uuid": w.uuid,
+        "version": {"full": version_full(w), "generation": g, "major": m, "minor": n},
+        "_links": {"self": {"href": "/api/cluster"}},
+    }
+
+
+def node_records(estate: Estate, w: World, page: list[Node], t: float) -> list[Json]:
+    cs = estate.counters["node"]
+    out = []
+    for n in page:
+        vals = cs.row(cs.index[n.name], t)
+        busy, elapsed = vals[cs.col["cpu_busy"]], vals[cs.col["cpu_elapsed_time"]]
+        out.append(
+            {
+                "uuid": n.uuid,
+                "name": n.name,
+                "model": n.model,
+                "serial_number": n.serial,
+                "system_id": n.serial[-10:],
+                "state": "up",
+                "controller": {
+                    "cpu": {"count": n.cpus, "processor": "Intel(R) Xeon(R) Silver 4210 CPU @ 2.20GHz"}
+                },
+                "version": cluster_record(w)["version"],
+                "uptime": int(UPTIME_S + t - estate.started),
+                "ha": {
+                    "enabled": len(w.nodes) > 1,
+                    "partners": [
+                        {"name": p.name, "uuid": p.uuid}
+                        for p in w.nodes
+                        if p.name != n.name and w.nodes.index(p) // 2 == w.nodes.index(n) // 2
+                    ],
+                },
+                "statistics": {
+                    "timestamp": iso_utc(t),
+                    "status": "ok",
+                    "processor_utilization_raw": int(busy),
+                    "processor_utilization_base": int(elapsed),
+                },
+                "metric": {
+                    "timestamp": iso_utc(t),
+                    "duration": "PT15S",
+                    "status": "ok",
+                    "processor_utilization": round(100.0 * n.cpu_busy),
+                },
+                "_links": {"self": {"href": f"/api/cluster/nodes/{n.uuid}"}},
+            }
+        )
+    return out
+
+
+def lun_records(estate: Estate, w: World, page: list[Lun], t: float, with_stats: bool) -> list[Json]:
+    out = []
+    for x in page:
+        rec: Json = {
+            "uuid": x.uuid,
+            "svm": {"name": x.svm, "uuid": svm_uuid(w, x.svm)},
+            "name": x.path,
+            "location": {
+                "logical_unit": x.path.rsplit("/", 1)[-1],
+                "node": {"name": x.node, "uuid": node_uuid(w, x.node)},
+                "volume": {"name": x.volume, "uuid": stable_uuid(w.cluster, "vol", x.svm, x.volume)},
+            },
+            "os_type": x.os_type,
+            "serial_number": x.serial,
+            "status": {"state": "online", "container_state": "online", "mapped": True, "read_only": False},
+            "space": {"size": 536870912000},
+        }
+        if with_stats:
+            rec["statistics"] = _keyperf(estate, "lun", x.key, t, LUN_STATS)
+        rec["_links"] = {"self": {"href": f"/api/storage/luns/{x.uuid}"}}
+        out.append(rec)
+    return out
+
+
+def volume_records(estate: Estate, w: World, page: list[Volume], t: float, with_stats: bool) -> list[Json]:
+    aggr_uuid = {a.name: a.uuid for a in w.aggregates}
+    out = []
+    for v in page:
+        rec: Json = {
+            "uuid": v.uuid,
+            "name": v.name,
+            "aggregates": [{"name": v.aggregate, "uuid": aggr_uuid.get(v.aggregate, "")}],
+            "svm": {"name": v.svm, "uuid": svm_uuid(w, v.svm)},
+            "style": "flexvol",
+            "type": "rw",
+            "state": "online",
+        }
+        if v.moving:
+            dest, pct = v.moving
+            rec["movement"] = {
+                "state": "replicating",
+                "percent_complete": int(pct),
+                "destination_aggregate": {"name": dest, "uuid": aggr_uuid.get(dest, "")},
+            }
+        if with_stats:
+            rec["statistics"] = _keyperf(estate, "volume", f"{v.svm}:{v.name}", t, VOL_STATS)
+        rec["_links"] = {"self": {"href": f"/api/storage/volumes/{v.uuid}"}}
+        out.append(rec)
+    return out
+
+
+_DISK_CLASS = {"ssd": "solid_state", "sas": "performance", "fsas": "capacity"}
+
+
+def aggregate_records(w: World, page: list[Aggregate]) -> list[Json]:
+    return [
+        {
+            "uuid": a.uuid,
+            "name": a.name,
+            "node": {"name": a.node, "uuid": node_uuid(w, a.node)},
+            "state": "online",
+            "block_storage": {
+                "primary": {
+                    "disk_count": len(a.disks),
+                    "disk_type": a.disk_type,
+                    "disk_class": _DISK_CLASS.get(a.disk_type, "performance"),
+                    "raid_type": a.raid_type,
+                    "raid_size": max(len(rg.disks) for rg in a.raid_groups),
+                },
+                "hybrid_cache": {"enabled": False},
+            },
+            "_links": {"self": {"href": f"/api/storage/aggregates/{a.uuid}"}},
+        }
+        for a in page
+    ]
+
+
+def plex_records(estate: Estate, w: World, aggr_uuid: str, t: float) -> list[Json]:
+    for a in w.aggregates:
+        if a.uuid == aggr_uuid:
+            break
+    else:
+        raise not_found(aggr_uuid)
+    groups = []
+    for rg in a.raid_groups:
+        pct = estate.reconstruct_percent(rg.reconstruct, t) if rg.reconstruct else 0.0
+        active = rg.reconstruct is not None and pct < 100.0
+        groups.append(
+            {
+                "name": rg.name,
+                "cache_tier": False,
+                "degraded": active,
+                "recomputing_parity": {"active": False, "percent": 0},
+                "reconstruct": {"active": active, "percent": int(pct) if active else 0},
+                "disks": [
+                    {
+                        "disk": {"name": d.name},
+                        "position": d.position,
+                        "state": "reconstructing" if active and d.state == "reconstructing" else "normal",
+                        "type": d.type,
+                        "usable_size": 960197124096 if d.type == "ssd" else 1200000000000,
+                    }
+                    for d in rg.disks
+                ],
+            }
+        )
+    return [
+        {
+            "aggregate": {"name": a.name, "uuid": a.uuid},
+            "name": "plex0",
+            "online": True,
+            "state": "normal",
+            "pool": "pool0",
+            "resync": {"active": False, "percent": 0},
+            "raid_groups": groups,
+            "_links": {"self": {"href": f"/api/storage/aggregates/{a.uuid}/plexes/plex0"}},
+        }
+    ]
+
+
+def disk_records(w: World, page: list[Disk]) -> list[Json]:
+    aggr_uuid = {a.name: a.uuid for a in w.aggregates}
+    out = []
+    for d in page:
+        rec: Json = {
+            "name": d.name,
+            "uid": d.uid.replace("-", "").upper()[:32],
+            "serial_number": d.uid.replace("-", "")[:8].upper(),
+            "model": "X357_S163A3T8ATE" if d.type == "ssd" else "X425_HCBFE1T2A10",
+            "vendor": "NETAPP",
+            "type": d.type,
+            "class": _DISK_CLASS.get(d.type, "performance"),
+            "rpm": d.rpm,
+            "container_type": d.container_type,
+            "node": {"name": d.node, "uuid": node_uuid(w, d.node)},
+            "home_node": {"name": d.node, "uuid": node_uuid(w, d.node)},
+            "state": "spare" if d.container_type == "spare" else d.state,
+            "shelf": {"uid": stable_uuid(w.cluster, "shelf", d.node)[:16]},
+            "bay": _bay(d.name),
+            "usable_size": 960197124096 if d.type == "ssd" else 1200000000000,
+        }
+        if d.aggregate:
+            rec["aggregates"] = [{"name": d.aggregate, "uuid": aggr_uuid.get(d.aggregate, "")}]
+        rec["_links"] = {"self": {"href": f"/api/storage/disks/{d.name}"}}
+        out.append(rec)
+    return out
+
+
+def fc_port_records(w: World, page: list[Lif]) -> list[Json]:
+    """``/api/network/fc/ports``: one FC target port per simulated FC LIF."""
+    out = []
+    for x in page:
+        uuid = stable_uuid(w.cluster, "fcport", x.node, x.port)
+        out.append(
+            {
+                "uuid": uuid,
+                "name": x.port,
+                "node": {"name": x.node, "uuid": node_uuid(w, x.node)},
+                "description": f"Fibre Channel Target Adapter {x.port} (QLogic 2742 (2742), rev. 2, 32G)",
+                "enabled": True,
+                "state": "online",
+                "physical_protocol": "fibre_channel",
+                "supported_protocols": ["fcp"],
+                "speed": {"configured": "auto", "maximum": "32"},
+                "wwnn": "20:00:00:50:56:b4:" + uuid[-5:-3] + ":" + uuid[-2:],
+                "wwpn": "20:01:00:50:56:b4:" + uuid[-5:-3] + ":" + uuid[-2:],
+                "fabric": {
+                    "connected": True,
+                    "connected_speed": x.speed_gbps,
+                    "name": "20:00:00:05:33:a1:b2:c3",
+                    "port_address": "10100",
+                    "switch_port": f"brocade1:{x.port}",
+                },
+                "transceiver": {
+                    "form_factor": "SFP",
+                    "manufacturer": "FINISAR CORP",
+                    "capabilities": [8, 16, 32],
+                },
+                "_links": {"self": {"href": f"/api/network/fc/ports/{uuid}"}},
+            }
+        )
+    return out
+
+
+def _bay(name: str) -> int:
+    tail = name.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def svm_records(w: World, page: list[str]) -> list[Json]:
+    return [
+        {
+            "uuid": svm_uuid(w, s),
+            "name": s,
+            "state": "running",
+            "_links": {"self": {"href": f"/api/svm/svms/{svm_uuid(w, s)}"}},
+        }
+        for s in page
+    ]

@@ -1,0 +1,309 @@
+"""The fake ONTAP counter tables (``/api/cluster/counter/tables``): schemas and rows.
+
+Every catalogue table the exporter reads is served, with ONTAP's row shape
+(``properties``/``counters``, array counters as ``values``+``labels``,
+``aggregation``). Counter values come from :mod:`sanlens.sim.estate` at the
+instant of the request.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sanlens.ontap.catalogue import CounterDef, TableDef, catalogue
+from sanlens.sim.estate import CP_PHASES, UPTIME_S, Estate
+from sanlens.sim.ontap_api import ApiError, Json, disk_uid, node_uuid, svm_uuid, version_full
+from sanlens.sim.world import DOMAINS, Disk, Lif, Lun, Node, Volume, World
+
+COUNTER_TABLES_SINCE = (9, 11, 0)
+
+
+@dataclass(frozen=True)
+class Table:
+    """How one catalogue table maps onto the simulated world: its objects, row ids and properties."""
+
+    tdef: TableDef
+    kind: str  # Estate counter kind
+    objects: Callable[[World], list[Any]]
+    key: Callable[[Any], str]
+    row_id: Callable[[World, Any], str]
+    props: Callable[[World, Any], dict[str, Any]]
+    raw: Callable[[Any], dict[str, float]] = field(default=lambda o: {})
+    string_counters: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.tdef.table
+
+
+def _lun_props(w: World, x: Lun) -> dict[str, Any]:
+    return {
+        "name": x.path,
+        "svm.name": x.svm,
+        "svm.uuid": svm_uuid(w, x.svm),
+        "volume.name": x.volume,
+        "node.name": x.node,
+        "uuid": x.uuid,
+    }
+
+
+def _vol_props(w: World, x: Volume) -> dict[str, Any]:
+    return {
+        "node.name": x.node,
+        "node.uuid": node_uuid(w, x.node),
+        "svm.name": x.svm,
+        "svm.uuid": svm_uuid(w, x.svm),
+        "parent_aggregate": x.aggregate,
+        "name": x.name,
+        "uuid": x.uuid,
+    }
+
+
+def _node_props(w: World, n: Node) -> dict[str, Any]:
+    return {
+        "node.name": n.name,
+        "system_model": n.model,
+        "ontap_version": version_full(w),
+        "serial_no": n.serial,
+        "system_id": n.serial[-10:],
+        "hostname": n.name,
+        "name": n.name,
+        "uuid": n.uuid,
+    }
+
+
+def _disk_props(w: World, d: Disk) -> dict[str, Any]:
+    return {
+        "node.name": d.node,
+        "node.uuid": node_uuid(w, d.node),
+        "name": d.name,
+        "physical_disk_id": disk_uid(d),
+        "physical_disk_name": d.name,
+        "raid_group": d.raid_group,
+        "raid.type": "raid_dp",
+        "speed": d.rpm,
+    }
+
+
+def _lif_props(w: World, x: Lif) -> dict[str, Any]:
+    return {"node.name": x.node, "svm.name": x.svm, "port.id": f"{x.node}:{x.port}", "name": x.name}
+
+
+def _fcport_props(w: World, x: Lif) -> dict[str, Any]:
+    return {
+        "node.name": x.node,
+        "node.uuid": node_uuid(w, x.node),
+        "name": x.port,
+        "link.speed": x.speed_gbps,
+    }
+
+
+def _tables() -> dict[str, Table]:
+    cat = catalogue()
+    specs = (
+        Table(
+            cat["lun"],
+            "lun",
+            lambda w: w.luns,
+            lambda x: x.key,
+            lambda w, x: f"{x.path}:{x.uuid}",
+            _lun_props,
+        ),
+        Table(
+            cat["volume"],
+            "volume",
+            lambda w: w.volumes,
+            lambda x: f"{x.svm}:{x.name}",
+            lambda w, x: f"{x.node}:{x.svm}:{x.name}:{x.uuid}",
+            _vol_props,
+        ),
+        Table(
+            cat["system:node"],
+            "node",
+            lambda w: w.nodes,
+            lambda x: x.name,
+            lambda w, x: f"{x.name}:{x.uuid}",
+            _node_props,
+            lambda n: {"num_processors": float(n.cpus), "memory": 131072.0, "uptime": UPTIME_S, "time": 0.0},
+        ),
+        Table(
+            cat["disk:constituent"],
+            "disk",
+            lambda w: [d for a in w.aggregates for d in a.disks],
+            lambda x: x.name,
+            lambda w, x: f"{x.node}:{x.name}:{disk_uid(x)}",
+            _disk_props,
+            lambda d: {"capacity": 915715.0 if d.type == "ssd" else 1144641.0},
+        ),
+        Table(
+            cat["fcp_lif"],
+            "lif",
+            lambda w: w.lifs,
+            lambda x: f"{x.svm}:{x.name}",
+            lambda w, x: f"{x.svm}:{x.name}",
+            _lif_props,
+        ),
+        Table(
+            cat["fcp"],
+            "fcport",
+            lambda w: w.lifs,
+            lambda x: f"{x.node}:{x.port}",
+            lambda w, x: f"{x.node}:{x.port}",
+            _fcport_props,
+            string_counters=("link.speed",),
+        ),
+        Table(
+            cat["wafl"],
+            "wafl",
+            lambda w: w.nodes,
+            lambda x: x.name,
+            lambda w, x: f"{x.name}:kernel:wafl",
+            lambda w, x: {"node.name": x.name, "name": "wafl"},
+            lambda n: {"memory_free": 56683.0, "memory_used": 4280.0},
+        ),
+    )
+    missing = [n for n, t in cat.items() if t.rest and n not in {t.name for t in specs}]
+    assert not missing, f"catalogue tables the simulator does not serve: {missing}"
+    return {t.name: t for t in specs}
+
+
+TABLES: dict[str, Table] = _tables()
+
+
+def _labels(table: Table, c: CounterDef) -> tuple[str, ...]:
+    if c.name == "domain_busy" and table.name == "system:node":
+        return DOMAINS  # the simulated release's domains
+    if c.name == "cp_phase_times":
+        return tuple(label for label, _ in CP_PHASES)
+    return c.labels
+
+
+def has_counter_tables(w: World) -> bool:
+    return w.version >= COUNTER_TABLES_SINCE
+
+
+def schema(w: World, name: str) -> Json:
+    table = _table(w, name)
+    schemas: list[Json] = [
+        {"name": p, "description": f"Property {p}", "type": "string", "unit": "none"}
+        for p in table.tdef.properties
+    ]
+    for c in table.tdef.counters.values():
+        s: Json = {
+            "name": c.name,
+            "description": f"{c.name} ({c.spec.type}, {c.spec.unit})",
+            "type": c.spec.type,
+            "unit": c.spec.unit,
+        }
+        if c.spec.base:
+            s["denominator"] = {"name": c.spec.base}
+        schemas.append(s)  # array labels come with the rows, as ONTAP's do
+    schemas.sort(key=lambda s: s["name"])
+    href = f"/api/cluster/counter/tables/{urllib.parse.quote(name, safe='')}"
+    return {
+        "name": name,
+        "description": f"The {name} counter table.",
+        "counter_schemas": schemas,
+        "_links": {"self": {"href": href}},
+    }
+
+
+def _table(w: World, name: str) -> Table:
+    if not has_counter_tables(w):
+        raise ApiError(404, "API not found", "4")
+    table = TABLES.get(name)
+    if table is None:
+        raise ApiError(404, f'Table "{name}" not found.', "4")
+    return table
+
+
+def table_list(w: World) -> list[Json]:
+    if not has_counter_tables(w):
+        raise ApiError(404, "API not found", "4")
+    return [
+        {
+            "name": n,
+            "description": f"The {n} counter table.",
+            "_links": {"self": {"href": f"/api/cluster/counter/tables/{urllib.parse.quote(n, safe='')}"}},
+        }
+        for n in TABLES
+    ]
+
+
+@dataclass
+class RowOptions:
+    counters: set[str] | None  # None = all
+    with_properties: bool
+    with_counters: bool
+    incomplete: Callable[[int], bool] = field(default=lambda i: False)
+
+
+def _quote_id(rid: str) -> str:
+    return (
+        urllib.parse.quote(rid, safe="")
+        if any(ch in rid for ch in "%?#& ")
+        else rid.replace(":", "%3A").replace("/", "%2F")
+    )
+
+
+def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: list[Any]) -> list[Json]:
+    """The rows of ``page`` (objects of the table) at time ``t``.
+
+    Counters the scenarios do not drive stay plausible: rates and deltas (errors, other
+    protocols) at zero, averages at 100 µs per op of their base, percents at 5 % of it.
+    """
+    table = _table(w, name)
+    cs = estate.counters[table.kind]
+    wanted = [c for c in table.tdef.counters.values() if opts.counters is None or c.name in opts.counters]
+    plan = []
+    for c in wanted:
+        labels = _labels(table, c)
+        cols = [cs.col.get(f"{c.name}#{lb}") for lb in labels]
+        base = table.tdef.counters.get(c.spec.base)
+        plan.append((c, cs.col.get(c.name), cols, list(labels), cs.col.get(base.name) if base else None))
+    prefix = f"/api/cluster/counter/tables/{urllib.parse.quote(name, safe='')}/rows/"
+    zeros = [0.0] * len(cs.names)
+    out: list[Json] = []
+    for i, obj in enumerate(page):
+        rid = table.row_id(w, obj)
+        rec: Json = {"counter_table": {"name": name}, "id": rid}
+        if opts.with_properties:
+            rec["properties"] = [{"name": k, "value": str(v)} for k, v in table.props(w, obj).items()]
+        if opts.with_counters:
+            idx = cs.index.get(table.key(obj))
+            vals = cs.row(idx, t) if idx is not None else zeros
+            raw = table.raw(obj)
+            counters: list[Json] = []
+            for c, j, cols, arr_labels, jb in plan:
+                if c.spec.type == "raw":
+                    v = raw.get(c.name, 0.0)
+                elif j is not None:
+                    v = vals[j]
+                else:
+                    v = _filler(c.spec.type, vals[jb] if jb is not None else 0.0)
+                if arr_labels:
+                    per = [vals[k] if k is not None else 0.0 for k in cols]
+                    if not any(per) and j is None:
+                        per = [v if n == 0 else 0.0 for n in range(len(arr_labels))]
+                    counters.append({"name": c.name, "values": [int(x) for x in per], "labels": arr_labels})
+                else:
+                    counters.append({"name": c.name, "value": int(v)})
+            for k in table.string_counters:  # string-typed counters, as ONTAP serves link.speed
+                if opts.counters is None or k in opts.counters:
+                    counters.append({"name": k, "value": str(table.props(w, obj).get(k, ""))})
+            rec["counters"] = counters
+        rec["aggregation"] = {"count": 2, "complete": not opts.incomplete(i)}
+        rec["_links"] = {"self": {"href": prefix + _quote_id(rid)}}
+        out.append(rec)
+    return out
+
+
+def _filler(kind: str, base: float) -> float:
+    if kind == "average":
+        return 100.0 * base
+    if kind == "percent":
+        return 0.05 * base
+    return 0.0  # rates and deltas nothing drives: errors, other protocols, stay at zero
