@@ -14,7 +14,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sanlens.model import parse_ontap_version
-from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Builder, Host, Node, Volume, World
+from sanlens.sim.builder import Builder
+from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Host, Node, Volume, World
 
 CLUSTER = "sanlens-sim"
 MODERN = (9, 12, 1)
