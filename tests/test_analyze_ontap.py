@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.conftest import fixture_path
 
-from sanlens.analyze import ontap_inputs
+from sanlens.analyze import diagnoses
 from sanlens.cli import main
 
 DATA = Path(__file__).parent / "data" / "ontap"
@@ -159,7 +159,7 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
         def findings(self) -> list[dict]:
             return [{"id": "cpu_domain_serial_bottleneck", "subject": {"node": "sysstat-M"}, "state": 2}]
 
-    monkeypatch.setattr(ontap_inputs, "Engine", FakeEngine)
+    monkeypatch.setattr(diagnoses, "Engine", FakeEngine)
     out, _ = analyze_json(capsys, str(DATA / "sysstat-M.txt"), "--interval", "1")
     assert out["diagnoses"][0]["id"] == "cpu_domain_serial_bottleneck"
     assert len(seen) == 4 and all(s.kind == "ontap" for s in seen)

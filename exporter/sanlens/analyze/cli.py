@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from sanlens.analyze import diagnoses, ontap_inputs
 from sanlens.errors import SanlensError
 from sanlens.model import ontap_version_option
 
@@ -67,9 +68,7 @@ def _read_perfmon(path: Path) -> Analysis:
 
 register(InputReader("perfmon", _detect_perfmon, _read_perfmon))
 
-# ------------------------------------------------------------------ ONTAP captures (analyze/ontap_inputs.py)
-from sanlens.analyze import ontap_inputs  # noqa: E402
-
+# ------------------------------------------------------------------ ONTAP captures
 for _kind, _detect in ontap_inputs.DETECTORS:
     register(InputReader(_kind, _detect, ontap_inputs.reader(_kind)))
 
@@ -88,7 +87,7 @@ def analyze_file(path: Path) -> Analysis:
     raise SanlensError(f"{path}: unrecognised input (known kinds: {kinds})")
 
 
-def report_json(results: list[Analysis], findings: ontap_inputs.Findings | None = None) -> dict[str, Any]:
+def report_json(results: list[Analysis], findings: diagnoses.Findings | None = None) -> dict[str, Any]:
     return {
         "inputs": [r.input for r in results],
         "series": [s for r in results for s in r.series],
@@ -164,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         version = ontap_version_option(args.ontap_version) if args.ontap_version else None
-        findings = ontap_inputs.finish(results, args.interval, args.cluster, version)
+        findings = diagnoses.finish(results, args.interval, args.cluster, version)
     except SanlensError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -185,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             out.write(render_html(results, findings))
         else:
             render_text(results, out)
-            ontap_inputs.render_findings_text(findings, out)
+            diagnoses.render_findings_text(findings, out)
     finally:
         if out is not sys.stdout:
             out.close()

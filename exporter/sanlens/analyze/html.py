@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sanlens import __version__
-from sanlens.analyze.ontap_inputs import Findings, SeriesStats
+from sanlens.analyze.diagnoses import Findings
+from sanlens.analyze.ontap_series import SeriesStats
 from sanlens.diagnose.registry import REGISTRY
 
 MAX_CHARTS = 60  # most interesting series first; the rest are in the table
