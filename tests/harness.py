@@ -41,6 +41,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, TOOLS_BIN, free_port, require_tool, skip_or_fail
+from sanlens.sim.server import Simulator
 
 T = TypeVar("T")
 
@@ -521,11 +522,6 @@ class Harness:
     def start_simulator(self, scenario: str = "mixed", in_process: bool = True, **knobs: Any) -> SimHandle:
         """The ONTAP + windows_exporter simulator (``sanlens.sim.server.Simulator``)."""
         if in_process:
-            try:
-                from sanlens.sim.server import Simulator
-            except ImportError as e:
-                skip_or_fail(f"sanlens.sim.server is not available yet: {e}")
-                raise
             sim = Simulator(scenario=scenario, host=LOOPBACK, port=0, **knobs)
             sim.start()
             self.add_cleanup("simulator", sim.stop)

@@ -125,7 +125,7 @@ class Poller(threading.Thread):
     ) -> None:
         super().__init__(name=f"poll-{source.name}", daemon=True)
         self.source, self.state, self.stop_event, self.clock = source, state, stop, clock
-        state.register(source.name, source.kind, getattr(source, "interval", None))
+        state.register(source.name, source.kind, source.interval)
 
     def run(self) -> None:
         failures = 0
