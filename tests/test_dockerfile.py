@@ -188,6 +188,15 @@ def test_wheel_installs_into_a_fresh_venv_and_reports_its_version(image_venv: Pa
     assert int(n_tables) > 0
 
 
+def test_every_package_data_glob_ships_files() -> None:
+    """A glob that matches nothing is a file the wheel silently lacks."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    for package, globs in pyproject["tool"]["setuptools"]["package-data"].items():
+        base = ROOT / "exporter" / package.replace(".", "/")
+        for pattern in globs:
+            assert list(base.glob(pattern)), f"package-data {package}: {pattern} matches nothing"
+
+
 def test_image_needs_no_simulator_extras(image_venv: Path) -> None:
     """cryptography (the simulator's --tls) is the `sim` extra: the wheel does not require it, and
     the exporter's entry point does not import it."""
