@@ -21,7 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="listen port (default: a free one)")
     p.add_argument(
-        "--tls", action="store_true", help="serve HTTPS with a self-signed certificate made at start"
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a self-signed certificate made at start (needs pip install 'sanlens[sim]')",
     )
     for knob in ("nodes", "luns", "volumes", "disks", "hosts"):
         p.add_argument(f"--{knob}", type=int, default=None, help=f"scale: at least this many {knob}")
