@@ -32,8 +32,8 @@ test-unit: venv
 	$(BIN)/python -m pytest -q -ra -m "not e2e"
 
 lint: venv
-	$(BIN)/ruff check exporter tests bench rules dashboards mixin
-	$(BIN)/ruff format --check exporter tests bench rules dashboards mixin
+	$(BIN)/ruff check exporter tests bench rules dashboards mixin docs/build.py helm/build.py
+	$(BIN)/ruff format --check exporter tests bench rules dashboards mixin docs/build.py helm/build.py
 	$(BIN)/mypy
 
 bench: venv

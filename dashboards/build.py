@@ -18,7 +18,7 @@ the links between dashboards go by tag inside Grafana):
     python3 dashboards/build.py --check  # exit 1 if a committed file differs
     python3 dashboards/build.py --out /tmp/d --runbook-base-url https://wiki.example.com/runbooks
 
-Metric names follow docs/architecture.md.
+Metric names follow docs/metrics.md.
 """
 
 from __future__ import annotations

@@ -181,12 +181,12 @@ ONTAP_INVENTORY = (
         "always 1; FC target port inventory and state",
     ),
     Family(
-        "sanlens_ontap_fc_port_speed_bits_per_second",
+        "sanlens_ontap_fc_port_data_rate_bytes_per_second",
         "gauge",
         ("cluster", "node", "port"),
-        "bits/s",
-        "`/api/network/fc/ports` `fabric.connected_speed` (Gbit/s)",
-        "negotiated FC link speed",
+        "bytes/s",
+        "`/api/network/fc/ports` `fabric.connected_speed` (Gbit/s) x 100 MB/s",
+        "the port's nominal data rate (8G ≈ 800 MB/s, 16G ≈ 1,600 MB/s, 32G ≈ 3,200 MB/s)",
         "only for ports with a negotiated speed",
     ),
     Family(
@@ -402,7 +402,7 @@ READING = """\
 - FC port utilization, the front-end evidence of `san_oversubscription`: the busier
   direction's bytes per second over the negotiated speed at FC's nominal 100 MB/s per
   Gbit/s (8G ≈ 800 MB/s, 16G ≈ 1,600 MB/s, 32G ≈ 3,200 MB/s):
-  `max(rate(sanlens_ontap_fcp_port_bytes_total[5m])) by (port) / (sanlens_ontap_fc_port_speed_bits_per_second / 10)`.
+  `max(rate(sanlens_ontap_fcp_port_bytes_total[5m])) by (port) / sanlens_ontap_fc_port_data_rate_bytes_per_second`.
 
 The recording rules of `rules/sanlens.rules.yaml` precompute most of these as 5m means
 (see [Alerting](alerting.md)). How ONTAP counters are cooked for the diagnoses (types,

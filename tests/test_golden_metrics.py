@@ -17,11 +17,7 @@ import golden
 from conftest import require_tool
 
 # promtool's lint findings on the page that are accepted, with why. Any other finding fails.
-ACCEPTED_LINT = {
-    # FC link speeds are quoted in bit/s (8G, 16G, 32G); the rules and dashboards divide by 10
-    # to get the port's nominal bytes per second.
-    'sanlens_ontap_fc_port_speed_bits_per_second use base unit "bytes" instead of "bits"',
-}
+ACCEPTED_LINT: set[str] = set()
 
 
 @pytest.fixture(scope="module")

@@ -183,7 +183,7 @@ def test_fc_ports_and_the_fcp_table_feed_the_view_and_the_exposition() -> None:
     assert max(p.queue_full or 0 for p in view.fc_ports) > 0
     names = {m.name for m in snap.metrics}
     assert {"sanlens_ontap_fcp_port_queue_full_total", "sanlens_ontap_fcp_port_bytes_total",
-            "sanlens_ontap_fc_port_speed_bits_per_second", "sanlens_ontap_fcp_port_link_errors_total"} <= names  # fmt: skip
+            "sanlens_ontap_fc_port_data_rate_bytes_per_second", "sanlens_ontap_fcp_port_link_errors_total"} <= names  # fmt: skip
 
 
 def requests_json(url: str) -> Any:

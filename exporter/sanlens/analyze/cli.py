@@ -4,7 +4,7 @@ Each input kind (PerfMon CSV/TSV, ONTAP captures) registers a reader in
 ``READERS`` with a ``detect`` function over the file's name and first bytes.
 Every reader returns an ``Analysis``: its entry in ``inputs[]``, its
 ``series[]`` and any warnings. The JSON shape is a stable, documented interface
-(README, "Offline analysis").
+(docs/analyze.md).
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from sanlens.config import Config, DiagnoseConfig
@@ -30,7 +29,7 @@ from sanlens.diagnose import background_operation_impact
 from sanlens.diagnose.base import LABELS, Context, Observation, num
 from sanlens.diagnose.history import History
 from sanlens.diagnose.registry import MODULES, REGISTRY, SEVERITY, relax, resolve, windows
-from sanlens.model import HostView, Metric, MetricBuilder, OntapView, Snapshot
+from sanlens.model import HostView, Metric, MetricBuilder, OntapView, Snapshot, iso_utc
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +37,6 @@ DIAG_LABELS = ("diagnosis", "subject", *LABELS)
 OP_LABELS = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
 STALE_MIN_S = 300.0  # a view older than this (and 5 poll intervals) no longer has subjects
 STALE_INTERVALS = 5
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -211,7 +206,7 @@ class Engine:
             "state": t.state,
             "severity": SEVERITY[t.state],
             "score": round(t.score, 3),
-            "since": iso(t.since) if t.since is not None else None,
+            "since": iso_utc(t.since),
             "evidence": {k: round(v, 9) for k, v in sorted(t.evidence.items())},
             "recommendation": t.recommendation or spec.fix,
             "runbook": spec.runbook,

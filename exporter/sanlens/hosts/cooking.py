@@ -184,7 +184,7 @@ class HostCooker:
 
 
 def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMapping]) -> tuple[Metric, ...]:
-    """The ``sanlens_host_disk_*`` families of docs/architecture.md."""
+    """The ``sanlens_host_disk_*`` families of docs/metrics.md."""
     b = MetricBuilder()
     for r in sorted(readings, key=lambda x: (len(x.disk), x.disk)):
         m = mappings.get(r.disk, DiskMapping(r.serial))

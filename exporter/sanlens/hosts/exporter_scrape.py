@@ -4,7 +4,7 @@ Uses the ``physical_disk`` collector (label ``disk`` = disk number; releases bef
 0.30 wrote the PerfMon instance, ``"1 E:"``), ``windows_logical_disk_info`` for
 drive letters (its ``disk`` label lists disk numbers joined by ``;``), and our
 textfile-collector family ``sanlens_windows_disk_info`` for LUN serials, which
-windows_exporter itself does not expose (README, "Host side (Windows)").
+windows_exporter itself does not expose (docs/hosts-windows.md).
 
 ``windows_physical_disk_read_seconds_total`` is PercentDiskReadTime: an integral
 of the read queue length, not busy time. It is deliberately not read.

@@ -273,9 +273,9 @@ class OntapSource:
             b.add("sanlens_ontap_fc_port_info", "gauge", "FC target port inventory and state.",
                   {"cluster": c, "node": node, "port": port, "state": p["state"]}, 1)  # fmt: skip
             if p["speed_gbps"]:
-                b.add("sanlens_ontap_fc_port_speed_bits_per_second", "gauge",
-                      "Negotiated FC link speed (fabric.connected_speed).",
-                      {"cluster": c, "node": node, "port": port}, p["speed_gbps"] * 1e9)  # fmt: skip
+                b.add("sanlens_ontap_fc_port_data_rate_bytes_per_second", "gauge",
+                      "FC port's nominal data rate: 100 MB/s per Gbit/s of negotiated speed (fabric.connected_speed).",
+                      {"cluster": c, "node": node, "port": port}, p["speed_gbps"] * 1e8)  # fmt: skip
         procs_from_table = "system:node" in rows and any(
             "num_processors" in r.counters for r in rows["system:node"]
         )

@@ -1,4 +1,4 @@
-"""The scenarios: field cases as simulated estates (docs/architecture.md, "Scenarios").
+"""The scenarios: field cases as simulated estates (docs/simulator.md, "Scenarios").
 
 Each scenario is a pure function ``(knobs, phase) -> Builder``. A scenario with
 a time line (a rebuild that starts after 30 s) lists its phase start offsets;

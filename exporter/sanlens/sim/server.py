@@ -1,7 +1,7 @@
 """The simulator's HTTP(S) server: fake ONTAP REST, windows_exporter hosts, control and faults.
 
 ``Simulator`` is the interface the demo, the tests and the benchmarks use
-(docs/architecture.md, "Simulator"). Everything listens on 127.0.0.1 by default;
+(docs/simulator.md). Everything listens on 127.0.0.1 by default;
 :mod:`sanlens.sim.handler` answers the requests.
 """
 
