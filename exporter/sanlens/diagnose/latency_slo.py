@@ -26,7 +26,7 @@ from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 
 SRC_LATENCY = (
     "Microsoft SQL Server storage guidance: data files 10 ms good / 20 ms poor, "
-    "log files 2 ms good / 5 ms poor (DESIGN.md diagnosis table)"
+    "log files 2 ms good / 5 ms poor"
 )
 CLASSES = ("data", "log", "tempdb")
 

@@ -1,6 +1,6 @@
 """san_oversubscription: the host waits, yet neither its disk nor the array is busy.
 
-Signature (DESIGN.md; the Microsoft SQL Server SAN case): host latency at or
+Signature (the Microsoft SQL Server SAN case): host latency at or
 above its class threshold (latency_slo's data/log/tempdb values), host disk
 idle >= 50 %, and headroom behind it. The time is lost between the host and the
 array: fabric, front-end ports, fan-in, zoning, HBA queue.
@@ -57,7 +57,7 @@ SPEC = DiagnosisSpec(
             "max_backend_utilization",
             0.5,
             "ratio",
-            "DESIGN.md: spindle-equivalent utilization E = backend IOPS / capacity < 0.5",
+            "SQL Server SAN case: spindle-equivalent utilization E = backend IOPS / capacity < 0.5",
             0.0,
             1.0,
             "below",
