@@ -7,7 +7,7 @@ TOOLS := $(CURDIR)/.tools
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 export PATH := $(TOOLS)/bin:$(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all venv tools demo test test-unit lint bench clean
+.PHONY: all venv tools demo test test-unit test-integration lint bench clean
 
 all: test
 
@@ -29,7 +29,10 @@ test: venv tools
 	$(BIN)/python -m pytest -q -ra
 
 test-unit: venv
-	$(BIN)/python -m pytest -q -ra -m "not e2e"
+	$(BIN)/python -m pytest -q -ra -m unit
+
+test-integration: venv
+	$(BIN)/python -m pytest -q -ra -m integration
 
 lint: venv
 	$(BIN)/ruff check exporter tests bench rules dashboards mixin docs/build.py helm/build.py

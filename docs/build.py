@@ -7,7 +7,7 @@ Two sources, so the page cannot drift from the exporter:
   fed by a counter table, with its labels and the counters behind it, their ONTAP
   type, unit, base and the factor to the exported unit;
 - ``FAMILIES`` below: the families built in code (self-monitoring, ONTAP inventory,
-  host disks, diagnoses). ``tests/test_docs_metrics.py`` holds these declarations
+  host disks, diagnoses). ``tests/integration/test_docs_metrics.py`` holds these declarations
   against a real /metrics page of the exporter polling the simulator
   (``tests/golden.py``): every family on the page is documented here with the same
   type and labels, and every family documented here is on the page or is declared

@@ -6,7 +6,7 @@ from the dataclasses of ``exporter/sanlens/config.py`` (keys, types, enums, requ
 keys, defaults, the comments beside each field) and from the diagnosis registry (the
 threshold names and ranges under ``diagnose.thresholds``). What ``config.py`` checks in
 code rather than in types is restated in ``CONSTRAINTS`` below;
-``tests/test_helm_schema.py`` proves that the exporter refuses every value these
+``tests/unit/test_helm_schema.py`` proves that the exporter refuses every value these
 constraints refuse, so the chart never rejects a config the exporter would run.
 
 One rule is the chart's own (``CHART_POLICY``): credentials are files from the

@@ -19,6 +19,17 @@ TOOLS_BIN = ROOT / ".tools" / "bin"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
+KINDS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test by the folder it lives in, so `-m unit` (make test-unit) selects the fast ones."""
+    for item in items:
+        kind = next((k for k in KINDS if f"/tests/{k}/" in str(item.path)), None)
+        if kind is not None:
+            item.add_marker(getattr(pytest.mark, kind))
+
+
 def skip_or_fail(reason: str) -> None:
     if IN_CI:
         pytest.fail(f"required in CI: {reason}")

@@ -16,7 +16,7 @@ from sanlens.analyze import perfmon_arrow
 from sanlens.analyze.perfmon_summary import LogSummary, summarize
 from sanlens.hosts.perfmon import PerfmonParseError
 
-DATA = Path(__file__).parent / "data" / "perfmon"
+DATA = Path(__file__).parents[1] / "data" / "perfmon"
 HDR = '"(PDH-CSV 4.0) (Pacific Standard Time)(480)","\\\\SQL01\\PhysicalDisk(0 C:)\\Disk Reads/sec","\\\\SQL01\\PhysicalDisk(0 C:)\\Avg. Disk sec/Read"\r\n'
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 import urllib.request
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import Config, DiagnoseConfig, Duration, OntapTarget
+from sanlens.join import LunDirectory
+from sanlens.ontap.collector import OntapSource
 from sanlens.runtime import Exporter
 from sanlens.sim.server import Simulator
 
@@ -116,3 +119,39 @@ def test_exporter_scrapes_simulator_series_with_names_labels_units_and_monotonic
     el_v = next(v for k, v in el.items() if dict(k)["node"] == node)
     n_cpu = next(v for k, v in procs.items() if dict(k)["node"] == node)
     assert total / el_v == pytest.approx(n_cpu, rel=0.15)
+
+
+# ------------------------------------------------------------------ the simulator's FC front end
+def test_fc_ports_and_the_fcp_table_feed_the_view_and_the_exposition() -> None:
+    from sanlens.sim.server import Simulator
+
+    with Simulator(scenario="san-oversubscription", port=0) as sim:
+        src = OntapSource(OntapTarget(name="c1", url=sim.url, tables=["fcp", "lun"]), LunDirectory())
+        src.poll()
+        time.sleep(1.1)
+        snap = src.poll()
+        ports = requests_json(sim.url + "/api/network/fc/ports?fields=*")["records"]
+    view = snap.view
+    assert view is not None and view.fc_ports
+    by_port = {(p.node, p.port): p for p in view.fc_ports}
+    assert {(r["node"]["name"], r["name"]) for r in ports} == set(by_port)
+    for r in ports:
+        p = by_port[(r["node"]["name"], r["name"])]
+        assert p.speed_gbps == r["fabric"]["connected_speed"] and p.state == r["state"]
+        # utilization: the busier direction over FC's 100 MB/s per Gbit/s
+        assert p.utilization == pytest.approx(
+            max(p.read_bytes_s or 0, p.write_bytes_s or 0) / (p.speed_gbps * 1e8)
+        )
+    # the over-subscribed front end turns commands away; queue_full is a delta, so a count per interval
+    assert max(p.queue_full or 0 for p in view.fc_ports) > 0
+    names = {m.name for m in snap.metrics}
+    assert {"sanlens_ontap_fcp_port_queue_full_total", "sanlens_ontap_fcp_port_bytes_total",
+            "sanlens_ontap_fc_port_data_rate_bytes_per_second", "sanlens_ontap_fcp_port_link_errors_total"} <= names  # fmt: skip
+
+
+def requests_json(url: str) -> Any:
+    import requests
+
+    r = requests.get(url, auth=("admin", "x"), timeout=10, verify=False)
+    r.raise_for_status()
+    return r.json()

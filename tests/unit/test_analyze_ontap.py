@@ -12,7 +12,7 @@ from tests.conftest import fixture_path
 from sanlens.analyze import diagnoses
 from sanlens.cli import main
 
-DATA = Path(__file__).parent / "data" / "ontap"
+DATA = Path(__file__).parents[1] / "data" / "ontap"
 
 
 def analyze_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[dict, str]:
@@ -171,7 +171,7 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
 
 
 # ------------------------------------------------------- real multi-node statistics captures
-REAL = Path(__file__).parent / "data" / "ontap" / "real"
+REAL = Path(__file__).parents[1] / "data" / "ontap" / "real"
 
 
 def _raw_counter(text: str, instance: str, counter: str, label: str = "") -> float:

@@ -126,7 +126,13 @@ def test_dockerignore_sends_only_what_the_build_copies(stages: list[list[tuple[s
         assert (ROOT / src).exists(), src
         assert not dockerignored(src), f"{src} is COPYed but .dockerignore drops it"
     assert not dockerignored("exporter/sanlens/cli.py")
-    for junk in (".venv/bin/python", ".tools/bin/helm", ".git/HEAD", "tests/test_helm.py", "helm/sanlens"):
+    for junk in (
+        ".venv/bin/python",
+        ".tools/bin/helm",
+        ".git/HEAD",
+        "tests/e2e/test_helm.py",
+        "helm/sanlens",
+    ):
         assert dockerignored(junk), junk
 
 

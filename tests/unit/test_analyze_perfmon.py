@@ -9,7 +9,7 @@ import pytest
 
 from sanlens.cli import main
 
-DATA = Path(__file__).parent / "data" / "perfmon"
+DATA = Path(__file__).parents[1] / "data" / "perfmon"
 
 
 def _analyze_json(capsys: pytest.CaptureFixture[str], *files: Path) -> dict:

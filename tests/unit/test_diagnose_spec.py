@@ -39,7 +39,7 @@ from sanlens.diagnose.registry import IDS, MODULES, REGISTRY
 from sanlens.diagnose.spec import DiagnosisSpec
 from sanlens.model import FcPortStats, HostView, OntapView
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "rules" / "sanlens.rules.yaml"
 # evidence names carry their unit (or are counts named for what they count)
 UNIT_SUFFIXES = ("_seconds", "_ratio", "_iops", "_fraction", "_io", "_depth", "_percent", "_per_second")

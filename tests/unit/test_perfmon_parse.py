@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError, parse_counter_path
 
-DATA = Path(__file__).parent / "data" / "perfmon"
+DATA = Path(__file__).parents[1] / "data" / "perfmon"
 
 
 def _log(text: str | bytes, name: str = "x.csv") -> PerfmonLog:

@@ -39,7 +39,7 @@ from sanlens.model import AggregateInfo, HostDiskStats, OntapView, Snapshot
 from sanlens.server import ExporterServer
 from sanlens.state import State
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # evidence names carry their unit (or are counts named for what they count)
 UNIT_SUFFIXES = (
     "_seconds",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from sanlens.cli import main
 
-DATA = Path(__file__).parent / "data" / "ontap"
-PERFMON = Path(__file__).parent / "data" / "perfmon"
+DATA = Path(__file__).parents[1] / "data" / "ontap"
+PERFMON = Path(__file__).parents[1] / "data" / "perfmon"
 
 
 class _Refs(HTMLParser):

@@ -13,7 +13,7 @@ from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import REGISTRY, alert_name, check, validate_config
 from sanlens.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 IDS = [  # written out: adding or dropping a diagnosis is a deliberate change here too
     "san_oversubscription",
     "host_queue_limited",

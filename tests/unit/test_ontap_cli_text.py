@@ -14,7 +14,7 @@ from sanlens.ontap.cooking import CaptureError, cook_row
 from sanlens.ontap.statistics_text import iter_statistics_samples
 from sanlens.ontap.sysstat_text import iter_sysstat_samples
 
-DATA = Path(__file__).parent / "data" / "ontap"
+DATA = Path(__file__).parents[1] / "data" / "ontap"
 OSC = "/vol/osc_iscsi_vol01/osc_iscsi_vol01"
 
 
