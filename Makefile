@@ -35,8 +35,8 @@ test-integration: venv
 	$(BIN)/python -m pytest -q -ra -m integration
 
 lint: venv
-	$(BIN)/ruff check exporter tests bench rules dashboards mixin docs/build.py helm/build.py
-	$(BIN)/ruff format --check exporter tests bench rules dashboards mixin docs/build.py helm/build.py
+	$(BIN)/ruff check exporter tests bench rules dashboards mixin docs/build.py docs/families.py helm/build.py
+	$(BIN)/ruff format --check exporter tests bench rules dashboards mixin docs/build.py docs/families.py helm/build.py
 	$(BIN)/mypy
 
 bench: venv

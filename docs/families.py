@@ -1,0 +1,337 @@
+"""The metric families sanlens builds in code, declared for docs/metrics.md.
+
+The families fed by counter tables come from the ONTAP counter catalogue; these are
+the others (self-monitoring, ONTAP inventory, host disks, diagnoses), held against a
+real exporter page by tests/integration/test_docs_metrics.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Family:
+    """A metric family built in code, as the docs describe it."""
+
+    name: str
+    type: str  # counter | gauge (info families are gauges with value 1)
+    labels: tuple[str, ...]
+    unit: str
+    source: str
+    meaning: str
+    conditional: str = ""  # when a scrape may lack the family; empty: always there once polled
+
+
+TARGET = ("target", "kind")
+HOST = ("host", "disk", "lun_serial", "cluster", "svm", "volume", "lun")
+SUBJECT = ("diagnosis", "subject", "cluster", "node", "svm", "volume", "lun", "aggregate", "host", "disk")
+OPERATION = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
+
+SELF = (
+    Family("sanlens_target_up", "gauge", TARGET, "—", "poller", "1 if the last poll of the target succeeded"),
+    Family(
+        "sanlens_poll_duration_seconds", "gauge", TARGET, "seconds", "poller", "wall time of the last poll"
+    ),
+    Family(
+        "sanlens_last_poll_timestamp_seconds",
+        "gauge",
+        TARGET,
+        "seconds",
+        "poller",
+        "Unix time of the last successful poll",
+        "until the target's first successful poll",
+    ),
+    Family(
+        "sanlens_poll_interval_seconds",
+        "gauge",
+        TARGET,
+        "seconds",
+        "config `poll_interval`",
+        "configured poll interval of the target; `SanlensStaleData` compares the last poll against it",
+    ),
+    Family(
+        "sanlens_poll_errors_total",
+        "counter",
+        (*TARGET, "reason"),
+        "count",
+        "poller",
+        "failed polls by reason (`timeout`, `connection`, `tls`, `auth`, `http`, `parse`, …)",
+        "no series until a poll fails",
+    ),
+    Family("sanlens_polls_total", "counter", TARGET, "count", "poller", "polls attempted"),
+    Family(
+        "sanlens_build_info",
+        "gauge",
+        ("version", "python_version"),
+        "—",
+        "the running exporter",
+        "always 1",
+    ),
+)
+
+ONTAP_INVENTORY = (
+    Family(
+        "sanlens_ontap_cluster_info",
+        "gauge",
+        ("cluster", "version"),
+        "—",
+        "`/api/cluster` version",
+        "always 1",
+    ),
+    Family(
+        "sanlens_ontap_node_info",
+        "gauge",
+        ("cluster", "node", "model", "serial"),
+        "—",
+        "`/api/cluster/nodes`",
+        "always 1",
+    ),
+    Family(
+        "sanlens_ontap_lun_info",
+        "gauge",
+        ("cluster", "svm", "volume", "lun", "serial", "os_type", "node"),
+        "—",
+        "`/api/storage/luns`",
+        "always 1; `serial` joins host disks to their LUN",
+    ),
+    Family(
+        "sanlens_ontap_volume_info",
+        "gauge",
+        ("cluster", "svm", "volume", "aggregate", "node", "style"),
+        "—",
+        "`/api/storage/volumes`",
+        "always 1",
+    ),
+    Family(
+        "sanlens_ontap_volume_move_percent",
+        "gauge",
+        ("cluster", "svm", "volume", "state"),
+        "percent",
+        "volume `movement.percent_complete`",
+        "volume move progress",
+        "only while a volume moves",
+    ),
+    Family(
+        "sanlens_ontap_aggregate_info",
+        "gauge",
+        ("cluster", "aggregate", "node", "disk_type"),
+        "—",
+        "`/api/storage/aggregates`",
+        "always 1",
+    ),
+    Family(
+        "sanlens_ontap_aggregate_disks",
+        "gauge",
+        ("cluster", "aggregate"),
+        "count",
+        "`block_storage.primary.disk_count`",
+        "disks in the aggregate",
+    ),
+    Family(
+        "sanlens_ontap_raid_operation_percent",
+        "gauge",
+        ("cluster", "aggregate", "raid_group", "operation"),
+        "percent",
+        "aggregate plexes: RAID group `reconstruct` / `recomputing_parity`, plex resync",
+        "RAID background operation progress; `operation` is `reconstruct`, `resync` or `recompute_parity`",
+        "only while a RAID operation runs",
+    ),
+    Family(
+        "sanlens_ontap_disk_info",
+        "gauge",
+        ("cluster", "node", "disk", "aggregate", "raid_group", "type", "rpm", "container", "state"),
+        "—",
+        "`/api/storage/disks` + plex RAID groups",
+        "always 1",
+    ),
+    Family(
+        "sanlens_ontap_fc_port_info",
+        "gauge",
+        ("cluster", "node", "port", "state"),
+        "—",
+        "`/api/network/fc/ports`",
+        "always 1; FC target port inventory and state",
+    ),
+    Family(
+        "sanlens_ontap_fc_port_data_rate_bytes_per_second",
+        "gauge",
+        ("cluster", "node", "port"),
+        "bytes/s",
+        "`/api/network/fc/ports` `fabric.connected_speed` (Gbit/s) x 100 MB/s",
+        "the port's nominal data rate (8G ≈ 800 MB/s, 16G ≈ 1,600 MB/s, 32G ≈ 3,200 MB/s)",
+        "only for ports with a negotiated speed",
+    ),
+    Family(
+        "sanlens_ontap_counter_missing",
+        "gauge",
+        ("cluster", "table", "counter"),
+        "—",
+        "the cluster's `counter_schemas`",
+        "1 for a counter the catalogue wants that this cluster's schema lacks "
+        "(also logged once per table and version)",
+        "only while a counter is missing",
+    ),
+    Family(
+        "sanlens_ontap_partial_aggregation_rows",
+        "gauge",
+        ("cluster", "table", "policy"),
+        "count",
+        "counter rows with `aggregation.complete: false`",
+        "rows whose aggregation was incomplete (a node unreachable) in the last poll; "
+        "`policy` is the table's `keep` or `skip`",
+    ),
+)
+
+HOSTS = (
+    Family(
+        "sanlens_host_disk_info",
+        "gauge",
+        (*HOST, "drives", "data_class", "mapping"),
+        "—",
+        "host source + LUN mapping",
+        "always 1: the disk, its drive letters and how it was mapped (`serial`, `static`, `none`)",
+    ),
+    Family(
+        "sanlens_host_disk_ops_total",
+        "counter",
+        (*HOST, "op"),
+        "count",
+        "PhysicalDisk Disk Reads/sec, Disk Writes/sec",
+        "operations completed; `op` is `read` or `write`",
+    ),
+    Family(
+        "sanlens_host_disk_latency_seconds_total",
+        "counter",
+        (*HOST, "op"),
+        "seconds",
+        "PhysicalDisk Avg. Disk sec/Read, sec/Write numerators",
+        "Σ latency; `rate(latency) / rate(ops)` = Avg. Disk sec/op",
+    ),
+    Family(
+        "sanlens_host_disk_bytes_total",
+        "counter",
+        (*HOST, "op"),
+        "bytes",
+        "PhysicalDisk Disk Read/Write Bytes/sec",
+        "bytes transferred",
+    ),
+    Family(
+        "sanlens_host_disk_idle_seconds_total",
+        "counter",
+        HOST,
+        "seconds",
+        "PhysicalDisk % Idle Time",
+        "`rate()` = idle ratio 0..1 (% Idle Time / 100)",
+    ),
+    Family(
+        "sanlens_host_disk_split_ios_total",
+        "counter",
+        HOST,
+        "count",
+        "PhysicalDisk Split IO/Sec",
+        "split I/Os",
+    ),
+    Family(
+        "sanlens_host_disk_queue_length",
+        "gauge",
+        HOST,
+        "count",
+        "PhysicalDisk Current Disk Queue Length",
+        "requests outstanding at poll time",
+    ),
+    Family(
+        "sanlens_host_disk_queue_depth",
+        "gauge",
+        HOST,
+        "count",
+        "config `queue_depth`",
+        "configured per-LUN HBA queue depth",
+    ),
+    Family(
+        "sanlens_host_disk_paths",
+        "gauge",
+        HOST,
+        "count",
+        "config `paths`, else MPIO",
+        "active paths; Q_eff = queue_depth x paths",
+    ),
+)
+
+DIAGNOSES = (
+    Family(
+        "sanlens_diagnosis_state",
+        "gauge",
+        SUBJECT,
+        "—",
+        "diagnosis engine",
+        "0 ok, 1 warning, 2 critical; present for every existing subject, so `for:` clauses work",
+    ),
+    Family(
+        "sanlens_diagnosis_score",
+        "gauge",
+        SUBJECT,
+        "ratio",
+        "diagnosis engine",
+        "how strongly the signature matches, 0..1",
+    ),
+    Family(
+        "sanlens_diagnosis_since_timestamp_seconds",
+        "gauge",
+        SUBJECT,
+        "seconds",
+        "diagnosis engine",
+        "Unix time the current non-ok state began",
+        "only while the state is above 0",
+    ),
+    Family(
+        "sanlens_diagnosis_evidence",
+        "gauge",
+        (*SUBJECT, "evidence"),
+        "in the name",
+        "diagnosis engine",
+        "the evidence behind a finding, one series per value; the unit is in the `evidence` name "
+        "(e.g. `host_read_latency_seconds`, `host_idle_ratio`)",
+    ),
+    Family(
+        "sanlens_diagnosis_threshold",
+        "gauge",
+        ("diagnosis", "threshold"),
+        "in the name",
+        "diagnosis registry + config `diagnose.thresholds`",
+        "the configured thresholds, and `sustain_seconds` / `exit_seconds` after `sustain_scale`",
+    ),
+    Family(
+        "sanlens_background_operation_percent_done",
+        "gauge",
+        OPERATION,
+        "percent",
+        "RAID operations and volume moves",
+        "progress of an active RAID operation or volume move",
+        "only while one runs",
+    ),
+    Family(
+        "sanlens_background_operation_eta_seconds",
+        "gauge",
+        OPERATION,
+        "seconds",
+        "RAID operations and volume moves",
+        "time left, from the observed progress rate",
+        "only while one runs, from its second observation",
+    ),
+)
+
+FAMILIES: tuple[Family, ...] = SELF + ONTAP_INVENTORY + HOSTS + DIAGNOSES
+
+# What the catalogue's help text does not say about a counter-table family.
+CATALOGUE_NOTES: dict[str, str] = {
+    "sanlens_ontap_node_processors": "without `num_processors`, `controller.cpu.count` of `/api/cluster/nodes`",
+    "sanlens_ontap_node_cpu_busy_seconds_total": "ONTAP counts it in µs",
+    "sanlens_ontap_node_domain_busy_seconds_total": "÷ elapsed = share of ONE core; the domains of a node sum to N_cpu",
+    "sanlens_ontap_node_disk_bytes_total": "the raw values count bytes, whatever the schema's `kb_per_sec` says "
+    "(see [ONTAP collection](ontap.md#cooking-and-units))",
+    "sanlens_ontap_wafl_cp_total": "`cp_count` is an array by trigger",
+}
+
+# The order tables appear in; tables not listed follow in catalogue order.
+TABLE_ORDER = ("system:node", "lun", "volume", "disk:constituent", "fcp_lif", "fcp", "wafl")
