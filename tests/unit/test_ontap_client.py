@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import requests
 import responses
+from tests.k8s_secret import SecretVolume
 
-from sanlens.config import AuthConfig, Duration, OntapTarget
+from sanlens.config import AuthConfig, Duration, OntapTarget, TLSConfig
 from sanlens.errors import SourceError
 from sanlens.ontap.client import (
     OntapAuthError,
@@ -145,3 +149,121 @@ def test_tls_verification_is_on_by_default_and_timeouts_apply() -> None:
     assert c.timeout == (3.0, 7.0)
     adapter = c.session.get_adapter(BASE)
     assert adapter._pool_maxsize <= 4  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------ password rotation
+VERSION = {"version": {"generation": 9, "major": 14, "minor": 1, "full": "9.14.1"}}
+REFUSED = {"error": {"message": "not authorized", "code": "6"}}
+
+
+def _password(call: responses.Call) -> str:
+    return base64.b64decode(call.request.headers["Authorization"].split()[1]).decode().split(":", 1)[1]
+
+
+def _cluster_accepting(password: list[str], on_request: Callable[[str], None] | None = None) -> None:
+    """/api/cluster answers 200 to ``password[0]`` and 401 to anything else."""
+
+    def answer(req: requests.PreparedRequest) -> tuple[int, dict[str, str], str]:
+        sent = base64.b64decode(str(req.headers["Authorization"]).split()[1]).decode().split(":", 1)[1]
+        if on_request is not None:
+            on_request(sent)
+        if sent == password[0]:
+            return 200, {}, json.dumps(VERSION)
+        return 401, {}, json.dumps(REFUSED)
+
+    responses.add_callback(responses.GET, f"{BASE}/api/cluster", callback=answer)
+
+
+@responses.activate
+def test_a_rotated_password_file_is_used_on_the_next_request_without_restart(tmp_path: Path) -> None:
+    vol = SecretVolume(tmp_path / "secrets", "old-Pa55")
+    accepted = ["old-Pa55"]
+    _cluster_accepting(accepted)
+    c = client(auth=AuthConfig(username="mon", password_file=vol.path))
+    c.version()
+    accepted[0] = "new-Pa55"  # the cluster's password changes, then the Secret follows
+    with pytest.raises(OntapAuthError):
+        c.version()
+    vol.rotate("new-Pa55")
+    assert c.version().minor == 1
+    assert [_password(x) for x in responses.calls] == ["old-Pa55", "old-Pa55", "new-Pa55"]
+
+
+@responses.activate
+def test_a_401_after_a_rotation_mid_request_is_retried_once_with_the_new_password(tmp_path: Path) -> None:
+    vol = SecretVolume(tmp_path / "secrets", "old-Pa55")
+    accepted = ["old-Pa55"]
+
+    def rotate_while_in_flight(sent: str) -> None:
+        if sent == "old-Pa55" and accepted[0] == "new-Pa55":
+            vol.rotate("new-Pa55")  # lands after the pre-request check, before the 401 comes back
+
+    _cluster_accepting(accepted, rotate_while_in_flight)
+    c = client(auth=AuthConfig(username="mon", password_file=vol.path))
+    c.version()
+    accepted[0] = "new-Pa55"
+    assert c.version().minor == 1
+    assert [_password(x) for x in responses.calls] == ["old-Pa55", "old-Pa55", "new-Pa55"]
+
+
+@responses.activate
+def test_a_wrong_password_is_tried_once_per_poll_never_in_a_storm(tmp_path: Path) -> None:
+    vol = SecretVolume(tmp_path / "secrets", "wrong-1")
+    accepted = ["right"]
+    _cluster_accepting(accepted, lambda sent: vol.rotate(f"wrong-{len(responses.calls) + 2}"))
+    c = client(auth=AuthConfig(username="mon", password_file=vol.path), poll_interval=Duration(60))
+    with pytest.raises(OntapAuthError):
+        c.version()
+    # the file changed on every request, yet one retry only (the retry is refused too)
+    assert len(responses.calls) == 2
+    with pytest.raises(OntapAuthError):
+        c.version()  # the next request within the poll interval: the new file is used, no retry
+    assert len(responses.calls) == 3
+
+
+@responses.activate
+def test_a_401_with_an_unchanged_password_file_is_not_retried(tmp_path: Path) -> None:
+    vol = SecretVolume(tmp_path / "secrets", "same")
+    _cluster_accepting(["other"])
+    c = client(auth=AuthConfig(username="mon", password_file=vol.path))
+    for _ in range(3):
+        with pytest.raises(OntapAuthError):
+            c.version()
+    assert len(responses.calls) == 3
+
+
+@responses.activate
+def test_password_env_is_read_at_start_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SANLENS_C1_PASSWORD", "at-start")
+    _cluster_accepting(["at-start"])
+    c = client(auth=AuthConfig(username="mon", password_env="SANLENS_C1_PASSWORD"))
+    monkeypatch.setenv("SANLENS_C1_PASSWORD", "later")
+    c.version()
+    assert _password(responses.calls[0]) == "at-start"
+
+
+# ------------------------------------------------------------------ TLS settings per request
+@pytest.mark.parametrize(
+    ("tls", "expected"),
+    [
+        (TLSConfig(ca_file="/etc/sanlens/ca.pem"), "/etc/sanlens/ca.pem"),
+        (TLSConfig(insecure_skip_verify=True), False),
+    ],
+)
+def test_tls_settings_go_with_every_request_so_the_environment_cannot_replace_them(
+    tls: TLSConfig, expected: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent/env-bundle.pem")
+    monkeypatch.setenv("CURL_CA_BUNDLE", "/nonexistent/curl-bundle.pem")
+    c = OntapClient(OntapTarget(name="c1", url=BASE, tls=tls), retries=0)
+    sent: dict[str, object] = {}
+
+    def send(request: requests.PreparedRequest, **kw: object) -> requests.Response:
+        sent.update(kw)
+        r = requests.Response()
+        r.status_code, r._content = 200, json.dumps(VERSION).encode()
+        return r
+
+    monkeypatch.setattr(c.session, "send", send)
+    c.version()
+    assert sent["verify"] == expected

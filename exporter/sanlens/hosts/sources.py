@@ -12,6 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from sanlens.config import HostTarget
+from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SanlensError, SourceError
 from sanlens.hosts.cooking import DiskReading, HostCooker
 from sanlens.hosts.exporter_scrape import COLLECTORS, ScrapeParseError, parse_scrape
@@ -19,6 +20,7 @@ from sanlens.hosts.mapping import DiskMapping, resolve
 from sanlens.join import LunDirectory
 from sanlens.model import HostDiskStats, Snapshot
 from sanlens.state import Source
+from sanlens.trust import Trust
 
 
 class HostSource:
@@ -78,24 +80,38 @@ class WindowsExporterSource(HostSource):
         self.session = requests.Session()
         self.session.headers["Accept"] = "text/plain"
         auth = target.auth
+        self.secret: Secret | None = None
         if auth.username:
-            password = auth.resolve_password()
-            self.session.auth = (auth.username, password or "")
+            self.secret = Secret(auth, f"host {target.name}")
+            self.session.auth = SecretBasicAuth(auth.username, self.secret)
         if auth.cert_file and auth.key_file:
             self.session.cert = (auth.cert_file, auth.key_file)
-        tls = target.tls
-        self.session.verify = False if tls.insecure_skip_verify else (tls.ca_file or True)
+        self.auth_retry = AuthRetry(self.secret, spacing=self.interval)
+        self.trust = Trust(target.tls)
+        # also on each request: the environment may override the session's
+        self.session.verify = self.trust.verify
 
     def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
         where = safe_url(self.url)
-        try:
-            resp = self.session.get(self.url, timeout=float(self.target.timeout))
-        except requests.Timeout:
-            raise SourceError(f"{where}: timed out", reason="timeout") from None
-        except requests.exceptions.SSLError:
-            raise SourceError(f"{where}: TLS handshake or certificate check failed", reason="tls") from None
-        except requests.RequestException as e:
-            raise SourceError(f"{where}: {type(e).__name__}", reason="connection") from None
+        reauthed = False
+        while True:
+            self.auth_retry.before_request()
+            try:
+                resp = self.session.get(
+                    self.url, timeout=float(self.target.timeout), verify=self.trust.verify
+                )
+            except requests.Timeout:
+                raise SourceError(f"{where}: timed out", reason="timeout") from None
+            except requests.exceptions.SSLError as e:
+                raise SourceError(f"{where}: {self.trust.explain(e)}", reason="tls") from None
+            except requests.RequestException as e:
+                raise SourceError(f"{where}: {type(e).__name__}", reason="connection") from None
+            except OSError as e:  # requests: a CA bundle, client certificate or key path that does not exist
+                raise SourceError(f"{where}: {self.trust.explain(e)}", reason="tls") from None
+            if resp.status_code == 401 and not reauthed and self.auth_retry.after_refusal():
+                reauthed = True  # the password file changed since this request was sent: once more
+                continue
+            break
         ts = self.clock()
         if resp.status_code in (401, 403):
             raise SourceError(f"{where}: HTTP {resp.status_code} (check auth)", reason="auth")

@@ -13,12 +13,14 @@ import json
 from typing import Any, Protocol
 
 from sanlens.config import HostTarget
+from sanlens.credentials import AuthRetry, Secret
 from sanlens.errors import SanlensError, SourceError
 from sanlens.hosts import rawcounters as rc
 from sanlens.hosts.cooking import DiskReading, Unwrapper
 from sanlens.hosts.sources import HostSource, safe_url
 from sanlens.join import LunDirectory, normalize_serial
 from sanlens.model import HostDiskStats
+from sanlens.trust import Trust
 
 _PD_PROPS = (
     "Name,DiskReadsPerSec,DiskWritesPerSec,DiskReadBytesPerSec,DiskWriteBytesPerSec,"
@@ -51,7 +53,14 @@ class Transport(Protocol):
 
 
 class PyWinRMTransport:
-    """pywinrm session (NTLM by default, or a client certificate); TLS verified unless told otherwise."""
+    """pywinrm session (NTLM by default, or a client certificate); TLS verified unless told otherwise.
+
+    The session holds the password, so a changed ``password_file`` builds a new one
+    (checked before each call); a refused password is retried once only when the
+    file now holds a different one. TLS needs no per-request care here: given
+    ``ca_trust_path`` or ``server_cert_validation='ignore'``, pywinrm sets them on
+    its session over ``REQUESTS_CA_BUNDLE`` and sends without merging the environment.
+    """
 
     def __init__(self, target: HostTarget) -> None:
         try:
@@ -61,6 +70,8 @@ class PyWinRMTransport:
                 f"host {target.name}: source winrm needs pywinrm: pip install 'sanlens[winrm]'"
             ) from None
         assert target.url
+        self._winrm = winrm
+        self._target = target
         auth = target.auth
         kwargs: dict[str, Any] = {
             "server_cert_validation": "ignore" if target.tls.insecure_skip_verify else "validate",
@@ -73,17 +84,42 @@ class PyWinRMTransport:
             kwargs.update(transport="certificate", cert_pem=auth.cert_file, cert_key_pem=auth.key_file)
         else:
             kwargs["transport"] = "ntlm"
+        self._kwargs = kwargs
         self._where = safe_url(target.url)
-        self._session = winrm.Session(
-            target.url, auth=(auth.username or "", auth.resolve_password() or ""), **kwargs
+        self.trust = Trust(target.tls)
+        self.secret = Secret(auth, f"host {target.name}") if not auth.cert_file else None
+        self.auth_retry = AuthRetry(self.secret, spacing=float(target.poll_interval))
+        self._session = self._new_session()
+
+    def _new_session(self) -> Any:
+        password = self.secret.value if self.secret is not None else ""
+        assert self._target.url
+        return self._winrm.Session(
+            self._target.url, auth=(self._target.auth.username or "", password), **self._kwargs
         )
 
     def run_ps(self, script: str) -> str:
-        try:
-            r = self._session.run_ps(script)
-        except Exception as e:  # pywinrm raises many transport-specific types
-            reason = "auth" if "401" in str(e) or "Unauthorized" in type(e).__name__ else "connection"
-            raise SourceError(f"{self._where}: {type(e).__name__}", reason=reason) from None
+        from requests.exceptions import SSLError
+        from winrm.exceptions import AuthenticationError
+
+        reauthed = False
+        while True:
+            if self.secret is not None and self.secret.refresh():
+                self._session = self._new_session()
+            try:
+                r = self._session.run_ps(script)
+            except AuthenticationError as e:
+                if not reauthed and self.auth_retry.after_refusal():
+                    reauthed = True  # the password file changed since this call: once more, new session
+                    self._session = self._new_session()
+                    continue
+                raise SourceError(f"{self._where}: {type(e).__name__} (check auth)", reason="auth") from None
+            except SSLError as e:
+                raise SourceError(f"{self._where}: {self.trust.explain(e)}", reason="tls") from None
+            except Exception as e:  # pywinrm raises many transport-specific types
+                reason = "auth" if "401" in str(e) or "Unauthorized" in type(e).__name__ else "connection"
+                raise SourceError(f"{self._where}: {type(e).__name__}", reason=reason) from None
+            break
         if r.status_code != 0:
             err = r.std_err.decode("utf-8", "replace").strip().splitlines()
             raise SourceError(

@@ -1,9 +1,14 @@
 """ONTAP REST client: one bounded session per cluster, pagination, typed errors, safe retries.
 
 Retries are for GETs only, on connection errors, 429 and 5xx, with exponential
-backoff and full jitter: a flapping cluster must not be hammered. 401/403 are
-never retried here; the poller's own backoff paces the next attempt, so a wrong
-password cannot become a retry storm (or lock the account).
+backoff and full jitter: a flapping cluster must not be hammered. A 403, and a
+401 with an unchanged password, are never retried here; the poller's own backoff
+paces the next attempt, so a wrong password cannot become a retry storm (or lock
+the account). A 401 right after the ``password_file`` changed is retried once with
+the new password (``sanlens.credentials``), at most once per poll interval.
+
+TLS settings go with every request (``sanlens.trust``), so a CA bundle named in
+the environment cannot replace ``tls.ca_file`` or ``insecure_skip_verify``.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from requests.adapters import HTTPAdapter
 
 from sanlens import __version__
 from sanlens.config import OntapTarget
+from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SourceError
 from sanlens.model import OntapVersion
+from sanlens.trust import Trust
 
 log = logging.getLogger(__name__)
 
@@ -92,18 +99,20 @@ class OntapClient:
         s.mount("http://", adapter)
         s.headers.update({"Accept": "application/hal+json", "User-Agent": f"sanlens/{__version__}"})
         auth = target.auth
+        self.secret: Secret | None = None
         if auth.cert_file:
             s.cert = (auth.cert_file, auth.key_file) if auth.key_file else auth.cert_file
         elif auth.username:
-            s.auth = (auth.username, auth.resolve_password() or "")
-        if target.tls.insecure_skip_verify:
+            self.secret = Secret(auth, target.name)
+            s.auth = SecretBasicAuth(auth.username, self.secret)
+        self.auth_retry = AuthRetry(self.secret, spacing=float(target.poll_interval))
+        self.trust = Trust(target.tls)
+        if self.trust.insecure:
             log.warning("%s: TLS certificate verification is disabled (insecure_skip_verify)", target.name)
-            s.verify = False
             import urllib3
 
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        elif target.tls.ca_file:
-            s.verify = target.tls.ca_file
+        s.verify = self.trust.verify  # also on each request: the environment may override the session's
         self.session = s
 
     def close(self) -> None:
@@ -115,11 +124,13 @@ class OntapClient:
         url = urljoin(self.base, path.lstrip("/"))
         shown = path.split("?", 1)[0]
         attempt = 0
+        reauthed = False
         while True:
+            self.auth_retry.before_request()
             try:
-                resp = self.session.get(url, params=params, timeout=self.timeout)
+                resp = self.session.get(url, params=params, timeout=self.timeout, verify=self.trust.verify)
             except requests.exceptions.SSLError as e:
-                raise SourceError(f"{shown}: TLS error: {type(e).__name__}", reason="tls") from None
+                raise SourceError(f"{shown}: {self.trust.explain(e)}", reason="tls") from None
             except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as e:
                 if attempt >= self.retries:
                     reason = "timeout" if isinstance(e, requests.exceptions.Timeout) else "connection"
@@ -128,6 +139,13 @@ class OntapClient:
                     ) from None
                 self._sleep(attempt, None)
                 attempt += 1
+                continue
+            except requests.exceptions.RequestException:
+                raise
+            except OSError as e:  # requests: a CA bundle, client certificate or key path that does not exist
+                raise SourceError(f"{shown}: {self.trust.explain(e)}", reason="tls") from None
+            if resp.status_code == 401 and not reauthed and self.auth_retry.after_refusal():
+                reauthed = True  # the password file changed since this request was sent: once more
                 continue
             if resp.status_code in RETRY_STATUS and attempt < self.retries:
                 self._sleep(attempt, resp.headers.get("Retry-After"))

@@ -1,0 +1,262 @@
+"""TLS against real servers on loopback: the configured trust wins over REQUESTS_CA_BUNDLE, failures say why.
+
+The simulator's certificate is self-signed (a CA for itself), so its cert file is
+the ``ca_file`` that verifies it; the other CAs here are made with ``cryptography``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import ssl
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from sanlens.config import AuthConfig, Config, DiagnoseConfig, Duration, HostTarget, OntapTarget, TLSConfig
+from sanlens.errors import SourceError
+from sanlens.hosts.sources import WindowsExporterSource
+from sanlens.join import LunDirectory
+from sanlens.ontap.client import OntapClient
+from sanlens.runtime import Exporter
+from sanlens.sim.server import Simulator
+
+x509 = pytest.importorskip("cryptography.x509", reason="the sim extra (cryptography) makes the certificates")
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+from cryptography.x509.oid import NameOID  # noqa: E402
+
+ENV_BUNDLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def make_ca(folder: Path, cn: str) -> tuple[Path, x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A self-signed CA certificate (written as PEM) and its key."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(cn))
+        .issuer_name(_name(cn))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    path = folder / f"{cn.replace(' ', '-')}.pem"
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return path, cert, key
+
+
+def make_leaf(
+    folder: Path, ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, dns: str
+) -> tuple[Path, Path]:
+    """A server certificate for ``dns`` only (not 127.0.0.1), signed by ``ca``."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(dns))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(dns)]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "leaf.pem", folder / "leaf.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+class _Version(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b'{"version": {"generation": 9, "major": 14, "minor": 1}}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    s = Simulator(scenario="healthy", tls=True).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def other_ca(tmp_path: Path) -> Path:
+    """A valid CA bundle that did not sign the simulator's certificate."""
+    return make_ca(tmp_path, "unrelated ca")[0]
+
+
+@pytest.fixture
+def env_bundle(other_ca: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for var in ENV_BUNDLES:
+        monkeypatch.setenv(var, str(other_ca))
+    return other_ca
+
+
+def ontap(url: str, tls: TLSConfig, **kw: object) -> OntapClient:
+    return OntapClient(OntapTarget(name="c1", url=url, tls=tls, **kw), retries=0)  # type: ignore[arg-type]
+
+
+def windows(sim: Simulator, tls: TLSConfig) -> WindowsExporterSource:
+    host = sim.hosts[0]
+    return WindowsExporterSource(
+        HostTarget(name=host, url=f"{sim.url}/windows/{host}/metrics", tls=tls), LunDirectory()
+    )
+
+
+# ------------------------------------------------------------------ the configured trust wins
+def test_ca_file_wins_over_a_ca_bundle_named_in_the_environment(sim: Simulator, env_bundle: Path) -> None:
+    assert sim.cert_file is not None
+    tls = TLSConfig(ca_file=str(sim.cert_file))
+    assert ontap(sim.url, tls).version().generation == 9
+    assert windows(sim, tls).poll().view is not None
+
+
+def test_insecure_skip_verify_holds_with_a_ca_bundle_named_in_the_environment(
+    sim: Simulator, env_bundle: Path
+) -> None:
+    tls = TLSConfig(insecure_skip_verify=True)
+    assert ontap(sim.url, tls).version().generation == 9
+    assert windows(sim, tls).poll().view is not None
+
+
+def test_without_ca_file_the_environment_bundle_is_used_and_named(sim: Simulator, env_bundle: Path) -> None:
+    with pytest.raises(SourceError) as e:
+        ontap(sim.url, TLSConfig()).version()
+    assert e.value.reason == "tls"
+    assert f"(CA bundle: REQUESTS_CA_BUNDLE {env_bundle})" in str(e.value)
+
+
+# ------------------------------------------------------------------ failures say which bundle and why
+def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ENV_BUNDLES:
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_an_untrusted_self_signed_certificate_names_the_default_bundle(
+    sim: Simulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_env(monkeypatch)
+    with pytest.raises(SourceError) as e:
+        ontap(sim.url, TLSConfig()).version()
+    msg = str(e.value)
+    assert e.value.reason == "tls" and "\n" not in msg
+    assert "/api/cluster: certificate verify failed: self" in msg and "signed certificate" in msg
+    assert "(CA bundle: the default bundle (certifi) " in msg and msg.endswith("cacert.pem)")
+
+
+def test_a_ca_file_that_did_not_sign_the_certificate_is_named(
+    sim: Simulator, other_ca: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_env(monkeypatch)
+    with pytest.raises(SourceError) as e:
+        windows(sim, TLSConfig(ca_file=str(other_ca))).poll()
+    assert e.value.reason == "tls"
+    assert "certificate verify failed: self" in str(e.value)
+    assert str(e.value).endswith(f"(CA bundle: ca_file {other_ca})")
+
+
+def test_a_hostname_mismatch_is_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _no_env(monkeypatch)
+    ca_path, ca, ca_key = make_ca(tmp_path, "test ca")
+    cert, key = make_leaf(tmp_path, ca, ca_key, "cluster9.example")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Version)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        for host, why in [("localhost", "Hostname"), ("127.0.0.1", "IP address")]:
+            with pytest.raises(SourceError) as e:
+                ontap(f"https://{host}:{port}", TLSConfig(ca_file=str(ca_path))).version()
+            assert e.value.reason == "tls"
+            assert str(e.value) == (
+                f"/api/cluster: certificate verify failed: {why} mismatch, certificate is not valid "
+                f"for '{host}' (CA bundle: ca_file {ca_path})"
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_missing_ca_file_is_a_tls_error_naming_the_file(sim: Simulator, tmp_path: Path) -> None:
+    absent = tmp_path / "absent-ca.pem"
+    for source in (
+        lambda: ontap(sim.url, TLSConfig(ca_file=str(absent))).version(),
+        lambda: windows(sim, TLSConfig(ca_file=str(absent))).poll(),
+    ):
+        with pytest.raises(SourceError) as e:
+            source()
+        assert e.value.reason == "tls"
+        assert f"invalid path: {absent} (CA bundle: ca_file {absent})" in str(e.value)
+
+
+def test_the_poll_error_keeps_its_reason_and_logs_one_line_without_secrets(
+    sim: Simulator, other_ca: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pw = tmp_path / "pw"
+    pw.write_text("s3cret-Pa55\n")
+    cfg = Config(
+        listen="127.0.0.1:0",
+        ontap=[
+            OntapTarget(
+                name="c1",
+                url=sim.url,
+                auth=AuthConfig(username="admin", password_file=str(pw)),
+                tls=TLSConfig(ca_file=str(other_ca)),
+                poll_interval=Duration(1.0),
+            )
+        ],
+        diagnose=DiagnoseConfig(sustain_scale=0.01),
+    )
+    exp = Exporter(cfg)
+    with caplog.at_level(logging.WARNING, logger="sanlens.state"):
+        exp.start()
+        try:
+            deadline, page = time.monotonic() + 20, ""
+            while time.monotonic() < deadline and 'reason="tls"' not in page:
+                time.sleep(0.2)
+                with urllib.request.urlopen(f"http://127.0.0.1:{exp.port}/metrics", timeout=5) as r:
+                    page = r.read().decode()
+        finally:
+            exp.stop()
+    assert any(
+        line.startswith("sanlens_poll_errors_total{") and 'reason="tls"' in line for line in page.splitlines()
+    )
+    [record] = [r for r in caplog.records if "failed (tls)" in r.getMessage()][:1]
+    line = record.getMessage()
+    assert record.exc_info is None and "\n" not in line
+    assert "certificate verify failed" in line and f"(CA bundle: ca_file {other_ca})" in line
+    assert "s3cret" not in caplog.text and "s3cret" not in page
