@@ -153,7 +153,10 @@ class TLSServerConfig:
                 ctx.load_cert_chain(cert_path, key_path)
         except OSError as e:  # ssl.SSLError is an OSError
             where = "cert_file" if self.cert_file else "cert"
-            raise fail(f"cannot load the certificate and key: {_reason(e)}", where) from None
+            named = ", ".join(str(p) for p in (self.cert_file, self.key_file) if p is not None)
+            raise fail(
+                f"cannot load the certificate and key{f' ({named})' if named else ''}: {_reason(e)}", where
+            ) from None
         if self.client_ca_file is not None or self.client_ca is not None:
             key = "client_ca_file" if self.client_ca_file is not None else "client_ca"
             try:
@@ -161,7 +164,8 @@ class TLSServerConfig:
                     cafile=str(self.client_ca_file) if self.client_ca_file else None, cadata=self.client_ca
                 )
             except OSError as e:
-                raise fail(f"cannot load the client CA: {_reason(e)}", key) from None
+                named = f" ({self.client_ca_file})" if self.client_ca_file else ""
+                raise fail(f"cannot load the client CA{named}: {_reason(e)}", key) from None
         ctx.verify_mode = CLIENT_AUTH[self.client_auth_type]
         return ctx
 
@@ -478,8 +482,9 @@ def _go_duration(text: str) -> float | None:
 
 
 def _reason(e: OSError) -> str:
+    """OpenSSL's reason in words (KEY_VALUES_MISMATCH -> key values mismatch), or the OS error and file."""
     if isinstance(e, ssl.SSLError):
-        return str(e.reason or e)
+        return str(e.reason).replace("_", " ").lower() if e.reason else str(e)
     return f"{e.strerror or e}" + (f" ({e.filename})" if e.filename else "")
 
 
