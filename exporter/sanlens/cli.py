@@ -51,7 +51,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     cfg = checked_config(args.config)
     setup_logging(args.log_level or cfg.log_level)
+    web = None
+    if args.web_config_file:
+        from sanlens.web_config import WebSecurity
+
+        web = WebSecurity(args.web_config_file)  # a bad file exits 2 before anything listens
     exporter = Exporter(cfg, listen=args.listen)
+    if web is not None:
+        exporter.server.secure(web)
+        active = web.current()
+        log.info(
+            "web config %s: %s, basic auth %s",
+            args.web_config_file,
+            "TLS" if active.context else "plain HTTP",
+            f"for {len(active.config.users)} user(s)" if active.auth else "off",
+        )
     exporter.start()
     log.info(
         "sanlens %s listening on %s (%d ONTAP, %d hosts)",
@@ -83,6 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the exporter against real clusters and hosts")
     s.add_argument("--config", required=True, help="YAML config file")
     s.add_argument("--listen", default=None, help="listen address (default from config, :9842)")
+    s.add_argument(
+        "--web.config.file",
+        dest="web_config_file",
+        metavar="FILE",
+        default=None,
+        help="TLS and basic auth for every endpoint, in the Prometheus exporter-toolkit format",
+    )
     s.add_argument("--log-level", default=None, choices=["debug", "info", "warning", "error"])
     s.set_defaults(func=cmd_serve)
 
