@@ -12,6 +12,8 @@ import http.client
 import logging
 import socket
 import ssl
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import bcrypt
 import pytest
+from tests.conftest import free_port
 from tests.pki import PKI, make_pki, reissue_server
 
 from sanlens.server import ExporterServer
@@ -337,3 +340,56 @@ def test_secure_is_refused_once_the_server_runs(tmp_path: Path) -> None:
             srv.secure(web)
     finally:
         srv.stop()
+
+
+# ------------------------------------------------------------------ sanlens serve --web.config.file
+
+
+def test_sanlens_serve_with_a_web_config_file(pki: PKI, hashed: str, tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "config.yaml"
+    config.write_text(f"listen: 127.0.0.1:{port}\n", encoding="utf-8")
+    web = tmp_path / "web-config.yml"
+    web.write_text(tls_config(pki, f"basic_auth_users:\n  prometheus: {hashed}\n"), encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sanlens", "serve", "--config", str(config), "--web.config.file", str(web)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        ctx = client_context(pki)
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else b""
+            try:
+                r = get(port, "/-/ready", ctx, auth=("prometheus", PASSWORD))
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "sanlens serve never answered"
+                time.sleep(0.2)
+        assert r.status == 200
+        assert get(port, "/-/ready", ctx).status == 401
+        assert get(port, "/-/ready").status == 400  # plain HTTP
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=20)[0].decode()
+    assert "TLS, basic auth for 1 user(s)" in out
+    assert hashed not in out
+
+
+def test_sanlens_serve_refuses_a_bad_web_config_file_before_listening(tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "config.yaml"
+    config.write_text(f"listen: 127.0.0.1:{port}\n", encoding="utf-8")
+    web = tmp_path / "web-config.yml"
+    web.write_text("tls_server_config:\n  certfile: tls.crt\n", encoding="utf-8")
+    p = subprocess.run(
+        [sys.executable, "-m", "sanlens", "serve", "--config", str(config), "--web.config.file", str(web)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"{web}:2: tls_server_config.certfile: unknown key" in p.stderr
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass
