@@ -1,14 +1,18 @@
-"""Wires config into sources, the engine, the pollers and the HTTP server."""
+"""Wires config into sources, the engine, the pollers and the HTTP server; reloads it on SIGHUP."""
 
 from __future__ import annotations
 
 import logging
 import signal
 import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
 
-from sanlens.config import Config
+from sanlens.config import Config, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
+from sanlens.diagnose.registry import validate_config
 from sanlens.hosts.sources import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
@@ -17,46 +21,184 @@ from sanlens.state import Poller, Source, State
 
 log = logging.getLogger(__name__)
 
+STOP_BUDGET_S = 1.0
+"""Total time stop() (and a reload) waits for halted pollers: a hung poll runs on in its
+daemon worker and never delays shutdown."""
+SIGNAL_CHECK_S = 0.2
+"""How often the main thread looks at the flags the signal handlers set."""
+
+
+@dataclass(frozen=True)
+class _Running:
+    """One configured target and what polls it."""
+
+    target: OntapTarget | HostTarget
+    source: Source
+    poller: Poller
+
+
+def _key(target: OntapTarget | HostTarget) -> tuple[str, str]:
+    return ("ontap" if isinstance(target, OntapTarget) else "host", target.name)
+
 
 class Exporter:
     """Everything `sanlens serve` runs: one poller thread per target plus the HTTP server."""
 
     def __init__(self, cfg: Config, listen: str | None = None) -> None:
         self.cfg = cfg
+        self.listen = listen or cfg.listen
         self.state = State()
         self.stop_event = threading.Event()
-        self.state.engine = Engine(cfg.diagnose)
+        self.engine = Engine(cfg.diagnose)
+        self.state.engine = self.engine
         self.directory = LunDirectory()
-        self.sources: list[Source] = [OntapSource(t, self.directory) for t in cfg.ontap] + [
-            make_host_source(h, self.directory) for h in cfg.hosts
-        ]
-        self.pollers = [Poller(s, self.state, self.stop_event) for s in self.sources]
-        self.server = ExporterServer(self.state, listen or cfg.listen)
+        self._lock = threading.Lock()  # reload and stop, one at a time
+        self._started = False
+        self._running: dict[tuple[str, str], _Running] = {}
+        targets: list[OntapTarget | HostTarget] = [*cfg.ontap, *cfg.hosts]
+        for target in targets:
+            self._running[_key(target)] = self._build(target)
+        self.server = ExporterServer(self.state, self.listen)
 
     @property
     def port(self) -> int:
         return self.server.port
 
+    @property
+    def sources(self) -> list[Source]:
+        return [r.source for r in self._running.values()]
+
+    @property
+    def pollers(self) -> list[Poller]:
+        return [r.poller for r in self._running.values()]
+
+    def _source(self, target: OntapTarget | HostTarget) -> Source:
+        if isinstance(target, OntapTarget):
+            return OntapSource(target, self.directory)
+        return make_host_source(target, self.directory)
+
+    def _build(self, target: OntapTarget | HostTarget, source: Source | None = None) -> _Running:
+        source = source or self._source(target)
+        return _Running(target, source, Poller(source, self.state))
+
     def start(self) -> None:
-        self.server.start()
-        for p in self.pollers:
-            p.start()
+        with self._lock:
+            self._started = True
+            self.server.start()
+            for p in self.pollers:
+                p.start()
 
     def stop(self) -> None:
+        """Stop serving and polling within about STOP_BUDGET_S plus the server's shutdown poll."""
         self.stop_event.set()
-        self.server.stop()
-        for p in self.pollers:
-            p.join(timeout=5)
+        with self._lock:
+            running = list(self._running.values())
+            for r in running:
+                r.poller.halt()
+            if self._started:
+                self.server.stop()
+                self._started = False
+            _join(running)
+
+    def reload(self, cfg: Config) -> None:
+        """Replace the targets with ``cfg``'s; on any error the running config stays as it was.
+
+        Targets whose config is unchanged keep their source (and its counters) and poller; the
+        HTTP server, the engine's history and the LUN directory carry over. The listen address
+        needs a restart.
+        """
+        with self._lock:
+            if self.stop_event.is_set():
+                return
+            targets: list[OntapTarget | HostTarget] = [*cfg.ontap, *cfg.hosts]
+            wanted = {_key(t): t for t in targets}
+            kept = {k for k, t in wanted.items() if k in self._running and self._running[k].target == t}
+            sources: dict[tuple[str, str], Source] = {}
+            validate_config(cfg)  # before set_config, which would keep half of a bad config
+            try:  # everything that can fail, before anything changes
+                for k, t in wanted.items():
+                    if k not in kept:
+                        sources[k] = self._source(t)
+                self.engine.set_config(cfg)
+            except BaseException:
+                for source in sources.values():
+                    _close(source)
+                raise
+            fresh = {k: self._build(wanted[k], source) for k, source in sources.items()}
+            retired = [r for k, r in self._running.items() if k not in kept]
+            for r in retired:
+                r.poller.halt()  # from here on, none of their polls writes to the state
+            names = {t.name for t in wanted.values()}
+            for k, r in self._running.items():
+                if k not in wanted and r.target.name not in names:  # a replaced target keeps its state
+                    self.state.forget(r.target.name)
+                    if isinstance(r.target, OntapTarget):
+                        self.directory.publish(r.target.name, [])
+            self._running = {k: self._running[k] if k in kept else fresh[k] for k in wanted}
+            if self._started:
+                for r in fresh.values():
+                    r.poller.start()
+            _join(retired)
+            for r in retired:
+                if r.poller.ident is None:  # never started: nobody else closes its source
+                    _close(r.source)
+            listen = self.cfg.listen
+            self.cfg = cfg
+        log.info(
+            "config reloaded: %d target(s) kept, %d started, %d stopped",
+            len(kept),
+            len(fresh),
+            len(retired),
+        )
+        if cfg.listen != listen and self.listen == listen:
+            log.warning("listen address %s takes a restart; still serving on %s", cfg.listen, listen)
 
 
-def wait_for_signal(stop: threading.Event) -> None:
-    """Block until SIGINT/SIGTERM (or ``stop`` is set by someone else)."""
+def _join(running: list[_Running]) -> None:
+    """Join halted pollers within STOP_BUDGET_S in total (a stuck one is a daemon: left behind)."""
+    until = time.monotonic() + STOP_BUDGET_S
+    for r in running:
+        if r.poller.ident is None:
+            continue
+        r.poller.join(max(until - time.monotonic(), 0.0))
+        if r.poller.is_alive():
+            log.warning("poller %s did not stop within %.1fs; left behind", r.target.name, STOP_BUDGET_S)
 
-    def handler(signum: int, frame: FrameType | None) -> None:
-        log.info("received signal %d, shutting down", signum)
+
+def _close(source: Source) -> None:
+    try:
+        source.close()
+    except Exception:
+        log.debug("close %s failed", source.name, exc_info=True)
+
+
+def wait_for_signal(stop: threading.Event, reload: Callable[[], object] | None = None) -> None:
+    """Block until SIGINT/SIGTERM (or ``stop`` is set by someone else); on SIGHUP call ``reload``.
+
+    The handlers only set flags: the reload runs here, in the main thread, between waits.
+    A failed reload is logged in one line and the running config stays.
+    """
+    hup = threading.Event()
+    received: list[int] = []
+
+    def on_stop(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
         stop.set()
 
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    while not stop.wait(0.5):
-        pass
+    def on_hup(signum: int, frame: FrameType | None) -> None:
+        hup.set()
+
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGTERM, on_stop)
+    if reload is not None and hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, on_hup)
+    while not stop.wait(SIGNAL_CHECK_S):
+        if hup.is_set() and reload is not None:
+            hup.clear()
+            log.info("SIGHUP: reloading the config")
+            try:
+                reload()
+            except Exception as e:
+                reason = " ".join(str(e).split()) or type(e).__name__
+                log.error("config reload failed, keeping the running config: %s", reason)
+    log.info("%s: shutting down", signal.Signals(received[0]).name if received else "stop requested")
