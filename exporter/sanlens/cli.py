@@ -75,7 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         len(cfg.hosts),
     )
     try:
-        wait_for_signal(exporter.stop_event)
+        wait_for_signal(exporter.stop_event, reload=lambda: exporter.reload(checked_config(args.config)))
     finally:
         exporter.stop()
     return 0
