@@ -240,6 +240,12 @@ def test_password_env_is_read_at_start_only(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("SANLENS_C1_PASSWORD", "later")
     c.version()
     assert _password(responses.calls[0]) == "at-start"
+    accepted = ["later"]
+    responses.reset()
+    _cluster_accepting(accepted)
+    with pytest.raises(OntapAuthError, match="check the username and password_env"):
+        c.version()  # the environment cannot rotate: no retry, and the message says where to look
+    assert [_password(x) for x in responses.calls] == ["at-start"]
 
 
 # ------------------------------------------------------------------ TLS settings per request

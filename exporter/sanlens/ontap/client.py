@@ -66,7 +66,7 @@ class OntapPaginationLoop(SourceError):
     reason = "pagination_loop"
 
 
-def _error_from(resp: requests.Response, path: str) -> OntapError:
+def _error_from(resp: requests.Response, path: str, check: str = "the username and password") -> OntapError:
     message, code = resp.reason or "error", ""
     try:
         body = resp.json()
@@ -78,12 +78,21 @@ def _error_from(resp: requests.Response, path: str) -> OntapError:
         code = "" if err.get("code") is None else str(err.get("code"))  # ONTAP sends str or int
     if resp.status_code in (401, 403):
         what = "authentication failed" if resp.status_code == 401 else "permission denied"
-        return OntapAuthError(
-            resp.status_code, f"{what} (check the username and password_file): {message}", code, path
-        )
+        return OntapAuthError(resp.status_code, f"{what} (check {check}): {message}", code, path)
     if resp.status_code == 404:
         return OntapNotFound(404, message, code, path)
     return OntapError(resp.status_code, message, code, path)
+
+
+def _what_to_check(target: OntapTarget) -> str:
+    """Where the credential of a refused request came from, for the error message (never its value)."""
+    auth = target.auth
+    if auth.cert_file:
+        return "the client certificate and its role"
+    for key in ("password_file", "password_env", "password"):
+        if getattr(auth, key):
+            return f"the username and {key}"
+    return "the username and password"
 
 
 class OntapClient:
@@ -106,6 +115,7 @@ class OntapClient:
             self.secret = Secret(auth, target.name)
             s.auth = SecretBasicAuth(auth.username, self.secret)
         self.auth_retry = AuthRetry(self.secret, spacing=float(target.poll_interval))
+        self._check = _what_to_check(target)
         self.trust = Trust(target.tls)
         if self.trust.insecure:
             log.warning("%s: TLS certificate verification is disabled (insecure_skip_verify)", target.name)
@@ -152,7 +162,7 @@ class OntapClient:
                 attempt += 1
                 continue
             if resp.status_code >= 400:
-                raise _error_from(resp, shown)
+                raise _error_from(resp, shown, self._check)
             try:
                 doc = orjson.loads(resp.content)  # 10k-row counter pages: ~4x the stdlib decoder
             except orjson.JSONDecodeError:
