@@ -288,7 +288,8 @@ class Poller(threading.Thread):
             duration = self.clock() - attempt.start
             with self._cond:
                 if attempt.abandoned:
-                    log.info("poll %s ended after %.1fs, past its deadline: result dropped", name, duration)
+                    why = "its poller stopped" if self.stopped else "past its deadline"
+                    log.info("poll %s ended after %.1fs, %s: result dropped", name, duration, why)
                     return
                 try:
                     if snap is not None:
