@@ -81,11 +81,14 @@ HEADERS: dict[str, tuple[str, ...] | None] = {
     "X-XSS-Protection": None,
     "Content-Security-Policy": None,
 }
-_BCRYPT = re.compile(r"^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$")
+BCRYPT_HASH = re.compile(r"^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$")
+# A Go duration (time.ParseDuration) as rate_limit.interval takes it; also the chart schema's pattern.
+GO_DURATION_PATTERN = r"^(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+)$"
 _GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
-_TLS_KEYS = (
+# The keys of the format, each one read by parse_web_config (helm/build.py builds the chart's schema from them).
+TLS_KEYS = (
     "cert_file",
     "key_file",
     "cert",
@@ -100,7 +103,7 @@ _TLS_KEYS = (
     "prefer_server_cipher_suites",
     "curve_preferences",
 )
-_TOP_KEYS = ("tls_server_config", "http_server_config", "basic_auth_users", "rate_limit")
+TOP_KEYS = ("tls_server_config", "http_server_config", "basic_auth_users", "rate_limit")
 
 
 class WebConfigError(ConfigError):
@@ -230,13 +233,13 @@ def parse_web_config(text: str, file: str = "<web config>") -> WebConfig:
     if node is None or _is_null(node):
         return WebConfig(file=file)
     reader = _Reader(file, Path(file).parent)
-    top = reader.mapping(node, "", _TOP_KEYS)
+    top = reader.mapping(node, "", TOP_KEYS)
     tls = reader.tls(top["tls_server_config"]) if "tls_server_config" in top else None
     users: dict[str, bytes] = {}
     if "basic_auth_users" in top:
         for user, (knode, vnode) in reader.pairs(top["basic_auth_users"], "basic_auth_users").items():
             hashed = reader.string(vnode, f"basic_auth_users.{user}")
-            if not _BCRYPT.match(hashed):
+            if not BCRYPT_HASH.match(hashed):
                 raise reader.fail(
                     "not a bcrypt hash ($2y$10$ and 53 characters, e.g. from htpasswd -nBC 10 \"\" | tr -d ':\\n')",
                     f"basic_auth_users.{user}",
@@ -356,7 +359,7 @@ class _Reader:
 
     def tls(self, node: yaml.Node) -> TLSServerConfig | None:
         path = "tls_server_config"
-        m = self.mapping(node, path, _TLS_KEYS)
+        m = self.mapping(node, path, TLS_KEYS)
 
         def sub(key: str) -> str:
             return f"{path}.{key}"

@@ -11,23 +11,29 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
 import os
 import re
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import tarfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import bcrypt
 import pytest
 import yaml
 from tests.conftest import ROOT, free_port, require_tool, skip_or_fail
+from tests.pki import make_pki
 
 from sanlens.config import load_config_text
 
@@ -147,6 +153,8 @@ def test_values_schema_is_valid_json_and_covers_every_top_level_value() -> None:
 SECTIONS = {
     "image",
     "secret",
+    "webConfig",
+    "tlsSecret",
     "serviceAccount",
     "service",
     "serviceMonitor",
@@ -372,6 +380,21 @@ def test_chart_created_secret_holds_the_password_and_nothing_else_does(helm: Hel
             "config.diagnose.thresholds.latency_slo.min_iops=-1",
             "/config/diagnose/thresholds/latency_slo/min_iops",
         ),
+        # the web config part, generated from exporter/sanlens/web_config.py (helm/build.py)
+        (
+            "webConfig.config.tls_server_config.cert_fiel=/x",
+            "additional properties 'cert_fiel' not allowed",
+        ),
+        (
+            "webConfig.config.basic_auth_users.prometheus=plain",
+            "/webConfig/config/basic_auth_users/prometheus",
+        ),
+        (
+            "webConfig.config.tls_server_config.min_version=TLS14",
+            "/webConfig/config/tls_server_config/min_version",
+        ),
+        ("webConfig.probes=exec", "/webConfig/probes"),
+        ("serviceMonitor.basicAuth.username.name=x", "/serviceMonitor/basicAuth"),
     ],
 )
 def test_schema_refuses_bad_values_with_their_path(
@@ -548,3 +571,184 @@ def test_rendered_args_config_and_probes_work_against_the_exporter(
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+# ------------------------------------------------------------------ the secured chart against the real server
+
+SCRAPE_PASSWORD = "scrape-secret"  # what the bcrypt hash in ci/secured-values.yaml hashes
+
+
+def _mounted(docs: list[dict[str, Any]], tmp: Path, tls_files: dict[str, Path]) -> list[str]:
+    """The Deployment's args with its volumes laid out under ``tmp`` as the kubelet would mount them.
+
+    The web config Secret's key becomes a file, the TLS Secret's keys are ``tls_files``; every
+    mount path in the args and in the web config is rewritten to its folder under ``tmp``.
+    """
+    pod = only(docs, "Deployment")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    # /tmp (an emptyDir) stays the host's own
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"] if m["mountPath"] != "/tmp"}
+    where = {name: tmp / name for name in mounts.values()}
+    for d in where.values():
+        d.mkdir(parents=True, exist_ok=True)
+    at_mount = re.compile("|".join(re.escape(m) for m in sorted(mounts, key=len, reverse=True)))
+
+    def local(text: str) -> str:
+        return at_mount.sub(lambda m: str(where[mounts[m.group(0)]]), text)
+
+    (where["config"] / "config.yaml").write_text(
+        only(docs, "ConfigMap")["data"]["config.yaml"], encoding="utf-8"
+    )
+    secret = next(d for d in kinds(docs, "Secret") if d["metadata"]["name"].endswith("-web-config"))
+    for key, value in secret["data"].items():
+        (where["web-config"] / key).write_text(local(base64.b64decode(value).decode()), encoding="utf-8")
+    if "web-tls" in where:
+        for key, src in tls_files.items():
+            shutil.copy(src, where["web-tls"] / key)
+    return [local(a) for a in container["args"]]
+
+
+def _serve(args: list[str], port: int) -> subprocess.Popen[bytes]:
+    args = [f"127.0.0.1:{port}" if a == f":{port}" else a for a in args]
+    sanlens = Path(sys.executable).parent / "sanlens"
+    return subprocess.Popen([str(sanlens), "serve", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _until(proc: subprocess.Popen[bytes], attempt: Any, what: str) -> Any:
+    deadline = time.monotonic() + 20
+    while True:
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else b""
+        try:
+            return attempt()
+        except OSError:
+            assert time.monotonic() < deadline, f"{what} never answered"
+            time.sleep(0.3)
+
+
+def test_secured_chart_serves_what_its_servicemonitor_scrapes_and_its_probes_reach(
+    helm: Helm, chart_tree: Path, tmp_path: Path
+) -> None:
+    """ci/secured-values.yaml: TLS 1.3, client certificates and basic auth, run for real.
+
+    The exporter runs with the Deployment's args, its web config Secret and a TLS Secret laid
+    out as mounted; the ServiceMonitor's endpoint (scheme, CA, client certificate, server name,
+    basic auth) scrapes /metrics, and the kubelet's tcpSocket probes connect.
+    """
+    port = free_port()
+    values = CHART / "ci" / "secured-values.yaml"
+    # no targets: this is about the endpoints, and polls would reach for the network
+    docs = helm.template(
+        chart_tree, "-f", str(values), "--set", f"containerPort={port}", "--set-json", "config.ontap=[]"
+    )
+    endpoint = only(docs, "ServiceMonitor")["spec"]["endpoints"][0]
+    tls, auth = endpoint["tlsConfig"], endpoint["basicAuth"]
+    pki = make_pki(tmp_path / "pki", server_name=tls["serverName"])
+    mounted = {"tls.crt": pki.server.cert, "tls.key": pki.server.key, "ca.crt": pki.ca}
+    args = _mounted(docs, tmp_path / "pod", mounted)
+    # the Secrets the ServiceMonitor names, as Prometheus would read them
+    secrets: dict[tuple[str, str], Any] = {
+        ("sanlens-tls", "ca.crt"): pki.ca,
+        ("prometheus-scrape-tls", "tls.crt"): pki.client.cert,
+        ("prometheus-scrape-tls", "tls.key"): pki.client.key,
+        ("sanlens-scrape", "username"): "prometheus",
+        ("sanlens-scrape", "password"): SCRAPE_PASSWORD,
+    }
+
+    def ref(selector: dict[str, Any]) -> Any:
+        return secrets[(selector["name"], selector["key"])]
+
+    def scrape(with_cert: bool = True, with_auth: bool = True) -> int:
+        ctx = ssl.create_default_context(cafile=str(ref(tls["ca"]["secret"])))
+        if with_cert:
+            ctx.load_cert_chain(str(ref(tls["cert"]["secret"])), str(ref(tls["keySecret"])))
+        headers = {}
+        if with_auth:
+            token = f"{ref(auth['username'])}:{ref(auth['password'])}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(token).decode()
+        status, body = _https_get(port, ctx, tls["serverName"], endpoint["path"], headers)
+        assert status != 200 or b"sanlens_build_info" in body
+        return status
+
+    assert endpoint["scheme"] == "https"
+    container = only(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    server = _serve(args, port)
+    try:
+        for probe in ("livenessProbe", "readinessProbe"):
+            assert container[probe]["tcpSocket"]["port"] == "http"
+            _until(server, lambda: socket.create_connection(("127.0.0.1", port), timeout=2).close(), probe)
+        assert _until(server, scrape, "the scrape") == 200
+        assert scrape(with_auth=False) == 401
+        with pytest.raises((ssl.SSLError, ConnectionError, http.client.RemoteDisconnected)):
+            scrape(with_cert=False)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def _https_get(
+    port: int, ctx: ssl.SSLContext, server_name: str, path: str, headers: dict[str, str]
+) -> tuple[int, bytes]:
+    """GET over TLS to 127.0.0.1, the certificate checked against ``server_name`` (tlsConfig.serverName)."""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw, server_hostname=server_name) as conn,
+    ):
+        head = [f"GET {path} HTTP/1.1", f"Host: {server_name}", "Connection: close"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+        r = http.client.HTTPResponse(conn)  # type: ignore[arg-type]
+        r.begin()
+        return r.status, r.read()
+
+
+def test_httpget_probes_reach_a_tls_and_basic_auth_exporter_as_the_kubelet_would(
+    helm: Helm, chart_tree: Path, tmp_path: Path
+) -> None:
+    """webConfig.probes=httpGet: HTTPS without verifying the certificate, as the kubelet does, with the header."""
+    port = free_port()
+    hashed = bcrypt.hashpw(b"probe", bcrypt.gensalt(rounds=4)).decode()
+    header = "Basic " + base64.b64encode(b"probe:probe").decode()
+    docs = helm.template(
+        chart_tree,
+        "--set", f"containerPort={port}",
+        "--set", "webConfig.enabled=true",
+        "--set", "webConfig.probes=httpGet",
+        "--set", "webConfig.tlsSecret.name=sanlens-tls",
+        "--set", "webConfig.config.tls_server_config.cert_file=/etc/sanlens/tls/tls.crt",
+        "--set", "webConfig.config.tls_server_config.key_file=/etc/sanlens/tls/tls.key",
+        "--set-string", f"webConfig.config.basic_auth_users.probe={hashed}",
+        "--set", "webConfig.probeHttpHeaders[0].name=Authorization",
+        "--set-string", f"webConfig.probeHttpHeaders[0].value={header}",
+    )  # fmt: skip
+    pki = make_pki(tmp_path / "pki")
+    args = _mounted(docs, tmp_path / "pod", {"tls.crt": pki.server.cert, "tls.key": pki.server.key})
+    container = only(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    kubelet = ssl_unverified()
+    server = _serve(args, port)
+    try:
+        for probe in ("livenessProbe", "readinessProbe"):
+            get = container[probe]["httpGet"]
+            assert get["scheme"] == "HTTPS"
+            url = f"https://127.0.0.1:{port}{get['path']}"
+            headers = {h["name"]: h["value"] for h in get["httpHeaders"]}
+            request = urllib.request.Request(url, headers=headers)
+
+            def attempt(request: urllib.request.Request = request) -> int:
+                with urllib.request.urlopen(request, timeout=2, context=kubelet) as r:
+                    return int(r.status)
+
+            assert _until(server, attempt, probe) == 200
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(url, timeout=2, context=kubelet)
+            assert e.value.code == 401
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def ssl_unverified() -> ssl.SSLContext:
+    """A client context that checks no certificate: what the kubelet's HTTPS probes do."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx

@@ -115,3 +115,59 @@ shards, or a target in none is an error, so no target is silently dropped.
 {{- define "sanlens.configFile" -}}
 {{- toYaml .shard.config }}
 {{- end }}
+
+{{/* The Secret holding the web config file, or "" when webConfig is off. */}}
+{{- define "sanlens.webConfigSecretName" -}}
+{{- if .Values.webConfig.enabled }}
+{{- .Values.webConfig.existingSecret | default (printf "%s-web-config" (include "sanlens.fullname" .)) }}
+{{- end }}
+{{- end }}
+
+{{/* What the endpoints speak: https when the web config has TLS. */}}
+{{- define "sanlens.scheme" -}}
+{{- if and .Values.webConfig.enabled .Values.webConfig.tls }}https{{ else }}http{{ end }}
+{{- end }}
+
+{{/*
+A probe from values (dict "root" $ "probe" $probe). With the web config every endpoint wants
+TLS and credentials the kubelet may not have, so its httpGet becomes a tcpSocket check
+(webConfig.probes=tcpSocket), or keeps its path with the scheme and webConfig.probeHttpHeaders.
+Probes without httpGet are left as given.
+*/}}
+{{- define "sanlens.probe" -}}
+{{- $p := deepCopy .probe }}
+{{- $web := .root.Values.webConfig }}
+{{- if and $web.enabled (hasKey $p "httpGet") }}
+{{- if eq $web.probes "tcpSocket" }}
+{{- $port := $p.httpGet.port | default "http" }}
+{{- $_ := unset $p "httpGet" }}
+{{- $_ := set $p "tcpSocket" (dict "port" $port) }}
+{{- else }}
+{{- $_ := set $p.httpGet "scheme" (upper (include "sanlens.scheme" .root)) }}
+{{- with $web.probeHttpHeaders }}{{ $_ := set $p.httpGet "httpHeaders" . }}{{ end }}
+{{- end }}
+{{- end }}
+{{- toYaml $p }}
+{{- end }}
+
+{{/* Render errors for web config values that cannot work together. */}}
+{{- define "sanlens.checkWebConfig" -}}
+{{- $web := .Values.webConfig }}
+{{- if $web.enabled }}
+{{- if not $web.existingSecret }}
+{{- if not $web.config }}
+{{- fail "webConfig.enabled: set webConfig.config (the chart makes the Secret) or webConfig.existingSecret" }}
+{{- end }}
+{{- $tls := get $web.config "tls_server_config" | default dict }}
+{{- if and $web.tls (not $tls) }}
+{{- fail "webConfig.tls is true but webConfig.config has no tls_server_config: add it, or set webConfig.tls=false for plain HTTP" }}
+{{- end }}
+{{- if and $tls (not $web.tls) }}
+{{- fail "webConfig.config has tls_server_config but webConfig.tls is false: the probes and the ServiceMonitor would speak plain HTTP to a TLS port" }}
+{{- end }}
+{{- if and (eq $web.probes "httpGet") (eq (get $tls "client_auth_type" | default "") "RequireAndVerifyClientCert") }}
+{{- fail "webConfig.probes=httpGet cannot work with client_auth_type RequireAndVerifyClientCert: the kubelet presents no client certificate; use webConfig.probes=tcpSocket" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
