@@ -1,6 +1,6 @@
 """The web config file (`sanlens serve --web.config.file`): TLS and basic auth for every endpoint.
 
-The format is the Prometheus exporter-toolkit's (docs/configuration.md#securing-the-endpoints),
+The format is the Prometheus exporter-toolkit's (docs/securing.md),
 so one file and one habit serve sanlens and the Go exporters beside it. As there, every
 endpoint is protected (the health endpoints too), relative paths are relative to the file,
 and the file and the certificates it names are re-read when they change, so a rotated
