@@ -56,7 +56,7 @@ SELF = (
         (*TARGET, "reason"),
         "count",
         "poller",
-        "failed polls by reason (`timeout`, `connection`, `tls`, `auth`, `http`, `parse`, …)",
+        "failed polls by reason (`timeout`, `connection`, `tls`, `auth`, `http`, `parse`, `deadline`: abandoned at its deadline, `busy`: skipped while an abandoned one still runs, …)",
         "no series until a poll fails",
     ),
     Family("sanlens_polls_total", "counter", TARGET, "count", "poller", "polls attempted"),
