@@ -99,6 +99,9 @@ class Exporter:
                 self.server.stop()
                 self._started = False
             _join(running)
+            for r in running:
+                if r.poller.ident is None:  # never started: nobody else closes its source
+                    _close(r.source)
 
     def reload(self, cfg: Config) -> None:
         """Replace the targets with ``cfg``'s; on any error the running config stays as it was.

@@ -6,6 +6,7 @@ immutable snapshots stored here, so it never touches ONTAP or a host.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -234,9 +235,13 @@ class Poller(threading.Thread):
             while not self.stopped:
                 try:
                     self._wait_until(self._cycle())
-                except Exception:  # a bug here must not end the polling of this target
+                except Exception as e:  # a bug here must not end the polling of this target
                     log.exception("poller %s: unexpected error, polling on", self.source.name)
                     self.failures += 1
+                    with contextlib.suppress(Exception):
+                        self.state.record_failure(
+                            self.source.name, self.source.kind, "internal", type(e).__name__, None
+                        )
                     with self._cond:
                         self._cond.wait_for(lambda: self.stopped, _ERROR_PAUSE_S)
         finally:
@@ -260,7 +265,12 @@ class Poller(threading.Thread):
                 "poll %s skipped: the previous one, abandoned at its deadline, is still running", name
             )
             return start + backoff(interval, self.failures, self.rand)
-        threading.Thread(target=self._work, args=(attempt,), name=f"{self.name}-work", daemon=True).start()
+        try:
+            self._start_worker(attempt)
+        except BaseException:  # e.g. no thread to be had: this poll never ran, the next one may
+            with self._cond:
+                attempt.finished = True
+            raise
         deadline = start + self.deadline(interval)
         with self._cond:
             while attempt.outcome is None and not attempt.abandoned and not self.stopped:
@@ -279,6 +289,9 @@ class Poller(threading.Thread):
         elif outcome is not None:
             self.failures = 0 if outcome == "ok" else self.failures + 1
         return start + backoff(interval, self.failures, self.rand)
+
+    def _start_worker(self, attempt: _Attempt) -> None:
+        threading.Thread(target=self._work, args=(attempt,), name=f"{self.name}-work", daemon=True).start()
 
     def _work(self, attempt: _Attempt) -> None:
         """The poll itself; its result is recorded only if the poller still waits for it."""

@@ -6,6 +6,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -179,8 +180,29 @@ def test_poller_survives_1025_failures_in_a_row(pollers: list[Poller]) -> None:
     assert state.view()[1]["t1"].errors["connection"] >= 2
 
 
+def test_a_poll_that_cannot_start_does_not_wedge_the_poller(pollers: list[Poller]) -> None:
+    class NoThreadOnce(Poller):
+        starts = 0
+
+        def _start_worker(self, attempt: Any) -> None:
+            self.starts += 1
+            if self.starts == 1:
+                raise RuntimeError("can't start new thread")
+            super()._start_worker(attempt)
+
+    state = State()
+    p = NoThreadOnce(FakeSource(lambda n: snap(), interval=0.1), state)
+    pollers.append(p)
+    p.start()
+    wait_for(lambda: state.view()[1]["t1"].up, what="the next poll")
+    assert state.view()[1]["t1"].errors == {"internal": 1}
+    assert p.is_alive()
+
+
 @pytest.mark.parametrize("interval", [1e12, 1e300, math.inf])
-def test_poller_survives_a_huge_interval_and_still_halts_at_once(pollers: list[Poller], interval: float) -> None:
+def test_poller_survives_a_huge_interval_and_still_halts_at_once(
+    pollers: list[Poller], interval: float
+) -> None:
     state = State()
     source = FakeSource(lambda n: snap(), interval=interval)
     p = run(pollers, source, state)
@@ -221,7 +243,9 @@ def test_recovers_within_two_intervals_after_a_long_outage(pollers: list[Poller]
 
 
 # ------------------------------------------------------------------ halting
-def test_halt_returns_at_once_with_a_hung_poll_and_the_worker_closes_the_source(pollers: list[Poller]) -> None:
+def test_halt_returns_at_once_with_a_hung_poll_and_the_worker_closes_the_source(
+    pollers: list[Poller],
+) -> None:
     release = threading.Event()
     state = State()
     source = FakeSource(lambda n: (release.wait(10), snap())[1], interval=60.0)
