@@ -254,7 +254,8 @@ class Poller(threading.Thread):
         interval = sane_interval(self.source.interval)
         start = self.clock()
         with self._cond:
-            busy = self._current is not None and not self._current.finished
+            previous = self._current  # busy only if abandoned and still running, not merely ending
+            busy = previous is not None and previous.outcome is None and not previous.finished
             attempt = None if busy else _Attempt(start)
             if attempt is not None:
                 self._current = attempt
@@ -327,7 +328,7 @@ class Poller(threading.Thread):
         try:
             snap = self.source.poll()
         except SourceError as e:
-            return None, e.reason, str(e)
+            return None, e.reason or "error", str(e)
         except Exception as e:  # unexpected: keep polling, count it
             log.exception("poll %s crashed", self.source.name)
             return None, "internal", type(e).__name__

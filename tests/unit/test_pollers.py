@@ -128,6 +128,18 @@ def test_poll_past_its_deadline_is_abandoned_and_never_writes_its_snapshot(polle
     assert first_written.timestamp > started + 0.4  # a later poll, not the abandoned one
 
 
+def test_poll_longer_than_its_interval_but_within_the_deadline_runs_back_to_back(
+    pollers: list[Poller],
+) -> None:
+    state = State()
+    source = FakeSource(lambda n: (time.sleep(0.15), snap())[1], interval=0.1)
+    run(pollers, source, state, min_deadline=1.0)
+    wait_for(lambda: state.view()[1]["t1"].polls >= 5, what="five polls")
+    st = state.view()[1]["t1"]
+    assert st.errors == {} and st.up
+    assert source.max_running == 1
+
+
 def test_abandoned_poll_that_ends_later_writes_nothing(pollers: list[Poller]) -> None:
     release = threading.Event()
     state = State()
