@@ -251,7 +251,7 @@ def test_recovers_within_two_intervals_after_a_long_outage(pollers: list[Poller]
     down.clear()
     t = time.monotonic()
     wait_for(lambda: state.view()[1]["t1"].up, what="recovery")
-    assert time.monotonic() - t <= 2 * 0.2 + 0.15
+    assert time.monotonic() - t <= 2 * 0.2 + 0.3
 
 
 # ------------------------------------------------------------------ halting
@@ -266,7 +266,7 @@ def test_halt_returns_at_once_with_a_hung_poll_and_the_worker_closes_the_source(
     t = time.monotonic()
     p.halt()
     p.join(1)
-    assert not p.is_alive() and time.monotonic() - t < 0.3
+    assert not p.is_alive() and time.monotonic() - t < 0.5
     assert not source.closed.is_set()  # not under the running poll's feet
     release.set()
     assert source.closed.wait(2)
