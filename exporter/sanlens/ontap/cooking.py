@@ -273,7 +273,7 @@ def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterR
                         )
                     else:
                         row.counters[name] = float(v)
-            except (TypeError, ValueError, AttributeError):
+            except (TypeError, ValueError, AttributeError, OverflowError):
                 raise CaptureError(f"records[{n}] counter {name!r}: not a number", where) from None
         rows.append(row)
     return rows
