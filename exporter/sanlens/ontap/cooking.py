@@ -234,7 +234,7 @@ def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterR
     for n, r in enumerate(recs):
         if not isinstance(r, dict):
             raise CaptureError(f"records[{n}] is not an object", where)
-        table = str((r.get("counter_table") or {}).get("name") or "")
+        table = str(ct.get("name") or "") if isinstance(ct := r.get("counter_table"), dict) else ""
         props = {
             str(p.get("name")): str(p.get("value", ""))
             for p in r.get("properties") or []
