@@ -235,16 +235,17 @@ def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterR
         if not isinstance(r, dict):
             raise CaptureError(f"records[{n}] is not an object", where)
         table = str(ct.get("name") or "") if isinstance(ct := r.get("counter_table"), dict) else ""
+        listed = r.get("properties")
         props = {
             str(p.get("name")): str(p.get("value", ""))
-            for p in (r.get("properties") if isinstance(r.get("properties"), list) else ())
+            for p in (listed if isinstance(listed, list) else ())
             if isinstance(p, dict) and "name" in p
         }
         row = CounterRow(table, str(r.get("id") or props.get("name") or n), props)
         agg = r.get("aggregation")
         if isinstance(agg, dict) and agg.get("complete") is False:
             row.complete = False
-        for c in r.get("counters") if isinstance(r.get("counters"), list) else ():
+        for c in listed if isinstance(listed := r.get("counters"), list) else ():
             if not isinstance(c, dict) or "name" not in c:
                 continue
             name = str(c["name"])
