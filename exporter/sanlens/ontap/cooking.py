@@ -321,7 +321,7 @@ def iter_json_samples(path: str | Path) -> Iterator[Sample]:
             raise CaptureError(
                 f"not JSON: {e.args[0] if e.args else e}", p, getattr(e, "lineno", None)
             ) from None
-    for d in doc if isinstance(doc, list) else [doc]:
+    for i, d in enumerate(doc if isinstance(doc, list) else [doc]):
         if not isinstance(d, Mapping):
-            raise CaptureError("expected JSON objects", p)
+            raise CaptureError(f"{f'[{i}]' if doc is not d else 'the top level'} is not a JSON object", p)
         yield Sample(None, rows_from_response(d, str(p)))
