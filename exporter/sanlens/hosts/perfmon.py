@@ -160,7 +160,7 @@ class PerfmonLog:
         looks_binary = head.startswith(b"\x00") or b"\x00\x00" in head[:64]
         if looks_binary and not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             raise self._fail(
-                "this looks like a binary log (.blg); convert it first: relog FILE.blg -f csv -o FILE.csv"
+                "this looks like a binary log (.blg); convert it first: relog FILE.blg -f csv -o FILE.csv", 1
             )
         encoding = _sniff_encoding(head)
         self.encoding = encoding
