@@ -1,19 +1,27 @@
-"""The `sanlens` command."""
+"""The `sanlens` command.
+
+Exit codes: 0 done, 2 the arguments or the config are wrong, 1 a valid request failed
+while running, 130 interrupted. A failure prints one ``error:`` line and a ``hint:``
+line on stderr; ``--debug`` adds the traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
-from sanlens import __version__
+from sanlens import __version__, cliargs
 from sanlens.analyze import cli as analyze_cli
-from sanlens.config import Config, load_config
-from sanlens.diagnose.registry import validate_config
-from sanlens.errors import SanlensError
+from sanlens.config import Config, check_config
+from sanlens.errors import ConfigError, SanlensError, is_bind_error, listen_error
 from sanlens.plan import cli as plan_cli
 from sanlens.sim import cli as sim_cli
+from sanlens.sim.scenarios import SCENARIOS
 
 log = logging.getLogger("sanlens")
 
@@ -33,15 +41,13 @@ def setup_logging(level: str = "info") -> None:
     )
 
 
-def checked_config(path: str) -> Config:
-    """The config file, its diagnosis thresholds checked too; a ConfigError exits 2 through ``main``."""
-    cfg = load_config(path)
-    validate_config(cfg)
-    return cfg
+def checked_config(path: str, files: bool = True) -> Config:
+    """The config as serve runs it: every problem at once in a ConfigError, which exits 2 through ``main``."""
+    return check_config(path, files=files)
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    cfg = checked_config(args.file)
+    cfg = checked_config(args.file, files=not args.skip_files)
     print(f"{args.file}: OK ({len(cfg.ontap)} ONTAP target(s), {len(cfg.hosts)} host(s))")
     return 0
 
@@ -56,7 +62,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from sanlens.web_config import WebSecurity
 
         web = WebSecurity(args.web_config_file)  # a bad file exits 2 before anything listens
-    exporter = Exporter(cfg, listen=args.listen)
+    listen = args.listen or cfg.listen
+    try:
+        exporter = Exporter(cfg, listen=listen)
+    except OSError as e:
+        if not is_bind_error(e):
+            raise
+        raise listen_error(e, listen) from e
     if web is not None:
         exporter.server.secure(web)
         active = web.current()
@@ -88,15 +100,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with sanlens's error format: ``error:`` and ``hint:`` lines, exit 2, no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        print(f"hint: see '{self.prog} --help'", file=sys.stderr)
+        self.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sanlens", description=__doc__)
+    # --debug is accepted before or after the subcommand; SUPPRESS keeps a subcommand's
+    # absent flag from resetting the top-level one
+    debug = ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="print the traceback of a failure"
+    )
+    p = ArgumentParser(prog="sanlens", description=__doc__, parents=[debug])
     p.add_argument("--version", action="version", version=f"sanlens {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    s = sub.add_parser("serve", help="run the exporter against real clusters and hosts")
+    s = sub.add_parser("serve", help="run the exporter against real clusters and hosts", parents=[debug])
     s.add_argument("--config", required=True, help="YAML config file")
-    s.add_argument("--listen", default=None, help="listen address (default from config, :9842)")
+    s.add_argument(
+        "--listen",
+        type=cliargs.listen_address,
+        default=None,
+        help="listen address, host:port or :port (default from config, :9842)",
+    )
     s.add_argument(
         "--web.config.file",
         dest="web_config_file",
@@ -107,24 +139,71 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--log-level", default=None, choices=["debug", "info", "warning", "error"])
     s.set_defaults(func=cmd_serve)
 
-    d = sub.add_parser("demo", help="run the simulator and the exporter together, with short windows")
-    d.add_argument("--scenario", default="mixed", help="simulator scenario (default: mixed)")
-    d.add_argument("--port", type=int, default=9842, help="exporter port (default 9842)")
-    d.add_argument("--sim-port", type=int, default=0, help="simulator port (default: a free one)")
+    d = sub.add_parser(
+        "demo", help="run the simulator and the exporter together, with short windows", parents=[debug]
+    )
+    d.add_argument(
+        "--scenario", default="mixed", choices=sorted(SCENARIOS), help="simulator scenario (default: mixed)"
+    )
+    d.add_argument("--port", type=cliargs.port, default=9842, help="exporter port (default 9842)")
+    d.add_argument("--sim-port", type=cliargs.port, default=0, help="simulator port (default: a free one)")
     d.add_argument("--fa-ports", type=int, default=None, help="san-oversubscription: front-end ports")
-    d.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    d.add_argument(
+        "--duration", type=cliargs.positive_seconds, default=None, help="stop after this many seconds"
+    )
     d.add_argument("--log-level", default=None, choices=["debug", "info", "warning", "error"])
     d.set_defaults(func=cmd_demo)
 
-    c = sub.add_parser("check-config", help="validate a config file (exit 2 on error)")
+    c = sub.add_parser(
+        "check-config",
+        help="validate a config file: every problem serve would stop on (exit 2 on error)",
+        parents=[debug],
+    )
     c.add_argument("file")
+    c.add_argument(
+        "--skip-files",
+        action="store_true",
+        help="check the file alone: do not read the password files, password variables and "
+        "certificates it names (e.g. in CI, where secrets are not mounted)",
+    )
     c.set_defaults(func=cmd_check_config)
 
     for name, (mod, help_) in SUBCOMMANDS.items():
-        sp = sub.add_parser(name, help=help_)
+        sp = sub.add_parser(name, help=help_, parents=[debug])
         mod.add_arguments(sp)
         sp.set_defaults(func=mod.run)
     return p
+
+
+def report(e: BaseException, command: str, debug: bool) -> int:
+    """Print a failure as one ``error:`` line (problems of a config indented below) and a hint; the exit code."""
+    if debug:
+        traceback.print_exception(e)
+    if isinstance(e, ConfigError):
+        problems = e.problems
+        omitted = getattr(e, "omitted", 0)
+        if len(problems) == 1 and not omitted:
+            lines = [f"error: {problems[0].located()}"]
+        else:
+            lines = [f"error: {e.file or 'config'}: {len(problems) + omitted} problems"]
+            lines += [f"  {p.located()}" for p in problems]
+            if omitted:
+                lines.append(f"  ... and {omitted} more")
+        hint, code = e.hint or "the keys and their ranges are in docs/configuration.md", e.exit_code
+    elif isinstance(e, SanlensError):
+        first, *rest = str(e).splitlines() or [type(e).__name__]
+        lines = [f"error: {first}", *(f"  {line}" for line in rest)]
+        hint, code = e.hint, e.exit_code
+        if not hint:
+            hint = f"see 'sanlens {command} --help'" if code == 2 else "rerun with --debug for the traceback"
+    else:  # a bug: its message may hold anything, so only its type and place are shown
+        frame = traceback.extract_tb(e.__traceback__)[-1] if e.__traceback__ else None
+        where = f" in {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
+        lines = [f"error: unexpected {type(e).__name__}{where}"]
+        hint, code = "rerun with --debug for the traceback, and report it", 1
+    for line in [*lines, f"hint: {hint}"]:
+        print(line, file=sys.stderr)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -132,13 +211,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except SanlensError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        # the reader went away (e.g. `| head`): stop quietly, and keep Python's exit flush quiet too
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except Exception as e:
+        return report(e, args.command, getattr(args, "debug", False))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import threading
+from collections.abc import Iterator
 
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
+from sanlens.errors import UsageError, is_bind_error, listen_error
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +36,39 @@ def demo_config(sim_url: str, cluster: str, hosts: list[str], listen: str) -> Co
     )
 
 
+@contextlib.contextmanager
+def _listening(address: str) -> Iterator[None]:
+    """A failed bind of ``address`` as a one-line RunError."""
+    try:
+        yield
+    except OSError as e:
+        if not is_bind_error(e):
+            raise
+        raise listen_error(e, address) from e
+
+
 def run_demo(args: argparse.Namespace) -> int:
+    """The demo until Ctrl-C or ``--duration``; a bad knob is a UsageError, a taken port a RunError."""
     from sanlens.runtime import Exporter, wait_for_signal
+    from sanlens.sim.scenarios import KnobError
     from sanlens.sim.server import Simulator
 
     knobs = {}
-    if getattr(args, "fa_ports", None):
+    if getattr(args, "fa_ports", None) is not None:
         knobs["fa_ports"] = args.fa_ports
-    sim = Simulator(scenario=args.scenario, port=args.sim_port, **knobs)
-    sim.start()
-    cfg = demo_config(sim.url, sim.cluster_name, sim.hosts, f"127.0.0.1:{args.port}")
-    exporter = Exporter(cfg)
+    try:
+        sim = Simulator(scenario=args.scenario, port=args.sim_port, **knobs)
+    except KnobError as e:
+        raise UsageError(str(e), hint="see 'sanlens demo --help'") from None
+    with _listening(f"127.0.0.1:{args.sim_port}"):
+        sim.start()
+    try:
+        cfg = demo_config(sim.url, sim.cluster_name, sim.hosts, f"127.0.0.1:{args.port}")
+        with _listening(cfg.listen):
+            exporter = Exporter(cfg)
+    except BaseException:
+        sim.stop()
+        raise
     exporter.start()
     print(f"sanlens demo: scenario {args.scenario!r}", flush=True)
     print(f"  simulator (ONTAP REST):   {sim.url}/api/cluster", flush=True)

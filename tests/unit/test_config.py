@@ -95,9 +95,18 @@ def test_check_config_cli_exit_codes(tmp_path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("ontap:\n  - name: c1\n    url: https://x\n    tls: {insecure: true}\n")
     ok = subprocess.run(
-        [sys.executable, "-m", "sanlens", "check-config", str(good)], capture_output=True, text=True
+        [sys.executable, "-m", "sanlens", "check-config", "--skip-files", str(good)],
+        capture_output=True,
+        text=True,
     )
     assert ok.returncode == 0, ok.stderr
+    # without --skip-files the files it names are read, as serve reads them: here they do not exist
+    missing = subprocess.run(
+        [sys.executable, "-m", "sanlens", "check-config", str(good)], capture_output=True, text=True
+    )
+    assert missing.returncode == 2
+    assert "good.yaml:7: ontap[0].auth.password_file: cannot read" in missing.stderr
+    assert "good.yaml:9: ontap[0].tls.ca_file: cannot read" in missing.stderr
     res = subprocess.run(
         [sys.executable, "-m", "sanlens", "check-config", str(bad)], capture_output=True, text=True
     )

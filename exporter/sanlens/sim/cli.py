@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 import threading
 from typing import Any
 
+from sanlens import cliargs
+from sanlens.errors import UsageError, is_bind_error, listen_error
 from sanlens.sim.scenarios import SCENARIOS, KnobError
 
 
@@ -19,7 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="field case to simulate (default: mixed, the demo)",
     )
     p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="listen port (default: a free one)")
+    p.add_argument("--port", type=cliargs.port, default=0, help="listen port (default: a free one)")
     p.add_argument(
         "--tls",
         action="store_true",
@@ -36,9 +37,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="ONTAP version to report, e.g. 9.8.0 (< 9.11: no counter tables)",
     )
     p.add_argument(
-        "--rebuild-after-s", type=float, default=None, help="seconds before the reconstruct starts (30)"
+        "--rebuild-after-s",
+        type=cliargs.seconds,
+        default=None,
+        help="seconds before the reconstruct starts (30)",
     )
-    p.add_argument("--rebuild-rate-pct-s", type=float, default=None, help="reconstruct progress in %%/s")
+    p.add_argument(
+        "--rebuild-rate-pct-s",
+        type=cliargs.positive_number,
+        default=None,
+        help="reconstruct progress in %%/s",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,9 +71,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         sim = Simulator(scenario=args.scenario, host=args.host, port=args.port, tls=args.tls, **knobs)
     except KnobError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    sim.start()
+        raise UsageError(str(e), hint="see 'sanlens simulate --help'") from None
+    try:
+        sim.start()
+    except OSError as e:
+        if not is_bind_error(e):
+            raise
+        raise listen_error(e, f"{args.host}:{args.port}") from e
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
