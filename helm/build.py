@@ -56,11 +56,11 @@ WINDOW_HELP = {
 }
 WINDOW_RANGE = (0.0, 86400.0)
 
-# Checks config.py makes in code (``_validate``), as JSON Schema, keyed by (dataclass, field).
+# Checks config.py makes in code (its ``_check_*`` functions), as JSON Schema, keyed by (dataclass, field).
 CONSTRAINTS: dict[tuple[type, str], dict[str, Any]] = {
-    (cfgmod.Config, "listen"): {"pattern": r"^[^:]*:\d+$"},
-    (cfgmod.OntapTarget, "url"): {"pattern": "^https?://"},
-    (cfgmod.OntapTarget, "poll_interval"): {"minimum": 1},
+    (cfgmod.Config, "listen"): {"pattern": cfgmod.LISTEN_PATTERN},
+    (cfgmod.OntapTarget, "url"): {"pattern": cfgmod.URL_PATTERN},
+    (cfgmod.OntapTarget, "min_ops_for_latency"): {"minimum": 0},
     (cfgmod.OntapTarget, "max_records"): {"minimum": 1, "maximum": 10000},
     (cfgmod.HostTarget, "queue_depth"): {"minimum": 1},
     (cfgmod.HostTarget, "paths"): {"minimum": 1},
@@ -68,11 +68,27 @@ CONSTRAINTS: dict[tuple[type, str], dict[str, Any]] = {
     (cfgmod.DiagnoseConfig, "history"): {"minimum": 10, "maximum": 100000},
     (cfgmod.DiagnoseConfig, "backend_iops_capacity"): {"exclusiveMinimum": 0},
 }
+# Durations in numbers of seconds (a string such as "0s" is checked for its syntax only).
+CONSTRAINTS.update(
+    {
+        (cls, key): {"minimum" if lowest_allowed else "exclusiveMinimum": lowest, "maximum": highest}
+        for (cls, key), (lowest, lowest_allowed, highest) in cfgmod.DURATION_BOUNDS.items()
+    }
+)
+# Target names are labels: not empty (the exporter also refuses a blank one).
+NAMES: dict[str, Any] = {"minLength": 1}
+for _cls in (cfgmod.OntapTarget, cfgmod.HostTarget):
+    CONSTRAINTS[(_cls, "name")] = NAMES
 
 
 def _given(name: str, **schema: Any) -> dict[str, Any]:
     """Matches a mapping where ``name`` is set (present and not null) and fits ``schema``."""
     return {"properties": {name: {"type": "string", **schema}}, "required": [name]}
+
+
+def _source(name: str) -> dict[str, Any]:
+    """Matches a host whose ``source`` is ``name``."""
+    return {"properties": {"source": {"const": name}}, "required": ["source"]}
 
 
 def _needs(key: str, other: str, **schema: Any) -> dict[str, Any]:
@@ -89,12 +105,29 @@ OBJECT_CONSTRAINTS: dict[type, dict[str, Any]] = {
         ]
     },
     cfgmod.HostTarget: {
-        # perfmon reads files; the other sources (windows_exporter by default) poll a url
-        "if": {"properties": {"source": {"const": "perfmon"}}, "required": ["source"]},
-        "then": {"properties": {"files": {"minItems": 1}}, "required": ["files"]},
-        "else": _given("url", minLength=1),
+        "allOf": [
+            {
+                # perfmon reads files; the other sources (windows_exporter by default) poll a url
+                "if": _source("perfmon"),
+                "then": {"properties": {"files": {"minItems": 1}}, "required": ["files"]},
+                "else": _given("url", minLength=1),
+            },
+            {
+                # winrm takes a URL or a bare host[:port], as pywinrm does; perfmon ignores the url
+                "if": _source("winrm"),
+                "then": {"properties": {"url": {"pattern": cfgmod.WINRM_URL_PATTERN}}},
+                "else": {
+                    "if": _source("perfmon"),
+                    "else": {"properties": {"url": {"pattern": cfgmod.URL_PATTERN}}},
+                },
+            },
+        ]
     },
-    cfgmod.HostDiskMapping: {"oneOf": [_given("disk"), _given("drive")]},  # exactly one of them
+    cfgmod.HostDiskMapping: {
+        "oneOf": [_given("disk"), _given("drive")],  # exactly one of them
+        # the per-disk overrides, when given, are bounded as the host's are
+        "allOf": [{"properties": {"queue_depth": {"minimum": 1}, "paths": {"minimum": 1}}}],
+    },
 }
 
 # The chart's own rule: no inline or environment credentials.
