@@ -106,7 +106,8 @@ def format_seconds(seconds: float) -> str:
 
 # ------------------------------------------------------------------ addresses
 # Written for both Python's re and the chart's JSON Schema (Go RE2): ASCII classes only,
-# no look-arounds, no inline flags. helm/build.py copies these patterns verbatim.
+# no look-arounds, no inline flags. helm/build.py copies these patterns verbatim. Here they
+# are applied with fullmatch: Python's $ would also match before a final newline, Go's not.
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"
 # a DNS name whose last label is not all digits (so 256.1.1.1 is neither an address nor a name)
@@ -139,14 +140,14 @@ def _host_problem(host: str) -> str | None:
         return "has no host name"
     if host.startswith("["):
         return None if re.fullmatch(_IPV6, host) else "the host is not a valid [IPv6] address"
-    if not _HOST.match(host):
+    if not _HOST.fullmatch(host):
         return "the host is not a valid IPv4 address or host name"
     return None
 
 
 def url_problem(url: str, scheme_optional: bool = False) -> str | None:
     """Why ``url`` is not a URL the exporter can poll (None when it is); never echoes the URL."""
-    if (_WINRM_URL if scheme_optional else _URL).match(url):
+    if (_WINRM_URL if scheme_optional else _URL).fullmatch(url):
         return None
     if re.search(r"[\x00-\x20\x7f]", url):
         return "must not contain spaces or control characters"
@@ -173,7 +174,7 @@ def url_problem(url: str, scheme_optional: bool = False) -> str | None:
 
 def listen_problem(listen: str) -> str | None:
     """Why ``listen`` cannot be bound (None when it can be tried); the address is not echoed."""
-    if _LISTEN.match(listen):
+    if _LISTEN.fullmatch(listen):
         return None
     host, sep, port = listen.rpartition(":")
     if not sep:

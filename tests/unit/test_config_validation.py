@@ -377,3 +377,47 @@ def test_url_and_listen_checks_agree_with_their_patterns() -> None:
         assert (url_problem(url) is None) == bool(re.match(cfgmod.URL_PATTERN, url)), url
     for listen in [":9842", ":0", ":65536", "0.0.0.0:1", "300.0.0.1:1", "host_1:80", "x", "*:80"]:
         assert (listen_problem(listen) is None) == bool(re.match(cfgmod.LISTEN_PATTERN, listen)), listen
+    # a final newline: Python's $ lets it through, Go's (the chart's) does not; neither do we
+    assert url_problem("https://c1\n") and listen_problem(":9842\n")
+
+
+# ------------------------------------------------------------------ the chart's schema agrees
+def _schema_and_exporter(cfg: dict[str, object]) -> tuple[bool, bool]:
+    import json
+
+    import jsonschema
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    schema = json.loads((root / "helm/sanlens/values.schema.json").read_text(encoding="utf-8"))
+    in_schema = jsonschema.Draft7Validator(schema["properties"]["config"]).is_valid(cfg)
+    try:
+        load_config_text(yaml.safe_dump(cfg))
+    except ConfigError:
+        return in_schema, False
+    return in_schema, True
+
+
+@pytest.mark.parametrize(
+    ("host", "valid"),
+    [
+        ({"url": "http://h:9182"}, True),
+        ({"url": "http://h:99999"}, False),
+        ({"url": "h:9182"}, False),  # windows_exporter needs a scheme
+        ({"source": "winrm", "url": "h:5985"}, True),  # pywinrm builds the URL
+        ({"source": "winrm", "url": "https://h:5986/wsman"}, True),
+        ({"source": "winrm", "url": "h:0"}, False),
+        ({"source": "perfmon", "files": ["a.csv"], "url": "anything"}, True),  # ignored
+        ({"url": "http://h", "disks": [{"disk": "1", "queue_depth": 1, "paths": 1}]}, True),
+        ({"url": "http://h", "disks": [{"disk": "1", "queue_depth": 0}]}, False),
+        ({"url": "http://h", "disks": [{"disk": "1", "paths": -2}]}, False),
+        ({"url": "http://h", "disks": [{"disk": "1", "queue_depth": None}]}, True),
+        ({"url": "http://h", "poll_interval": 86400, "timeout": 3600}, True),
+        ({"url": "http://h", "poll_interval": 86401}, False),
+        ({"url": "http://h", "timeout": 0}, False),
+        ({"url": "http://h", "name": ""}, False),
+    ],
+)
+def test_the_chart_schema_and_the_exporter_agree_on_hosts(host: dict[str, object], valid: bool) -> None:
+    """What helm/build.py restates beyond its generic bound samples: host urls by source, disks."""
+    assert _schema_and_exporter({"hosts": [{"name": "h", **host}]}) == (valid, valid)
