@@ -189,7 +189,7 @@ def report(e: BaseException, command: str, debug: bool) -> int:
             lines += [f"  {p.located()}" for p in problems]
             if omitted:
                 lines.append(f"  ... and {omitted} more")
-        hint, code = e.hint or "the keys and their ranges are in docs/configuration.md", e.exit_code
+        hint, code = e.hint or f"see 'sanlens {command} --help'", e.exit_code
     elif isinstance(e, SanlensError):
         first, *rest = str(e).splitlines() or [type(e).__name__]
         lines = [f"error: {first}", *(f"  {line}" for line in rest)]
