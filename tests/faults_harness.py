@@ -244,7 +244,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             # one byte per second, until the client hangs up or the proxy stops; a proxy back in
             # ``pass`` mode sends the rest at once, as a server that recovers finishes its answers
             for i in range(len(raw)):
-                if proxy.mode != "trickle":
+                if proxy.mode != "trickle" and proxy.finish_trickles:
                     self.connection.sendall(raw[i:])
                     return
                 self.connection.sendall(raw[i : i + 1])
@@ -261,13 +261,15 @@ class FaultProxy:
 
     ``mode``: ``pass`` (answer as the upstream does) or ``trickle`` (the whole answer,
     status line and headers included, one byte per second; back in ``pass``, answers being
-    trickled are sent in full at once). ``require(username, password)``
+    trickled are sent in full at once, unless ``finish_trickles`` is false: then they trickle on,
+    as from a server stuck on those connections). ``require(username, password)``
     answers 401 to any request without that Basic credential.
     """
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.rstrip("/")
         self.mode = "pass"
+        self.finish_trickles = True
         self.requests = 0
         self.rejected = 0
         self.trickling = 0
