@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from sanlens.config import listen_problem
+from sanlens.config import host_problem, listen_problem
 
 
 def port(text: str) -> int:
@@ -24,6 +24,14 @@ def listen_address(text: str) -> str:
     problem = listen_problem(text)
     if problem:
         raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def host(text: str) -> str:
+    """An IPv4 address or a host name to listen on."""
+    problem = host_problem(text)
+    if problem or text.startswith("["):
+        raise argparse.ArgumentTypeError("expected an IPv4 address or a host name")
     return text
 
 

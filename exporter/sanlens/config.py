@@ -135,7 +135,8 @@ def _port_problem(port: str, lowest: int) -> str | None:
     return None
 
 
-def _host_problem(host: str) -> str | None:
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is not an IPv4 address, a host name or an [IPv6] address (None when it is)."""
     if not host:
         return "has no host name"
     if host.startswith("["):
@@ -169,7 +170,7 @@ def url_problem(url: str, scheme_optional: bool = False) -> str | None:
         sep, port = after[:1], after[1:]
     else:
         host, sep, port = authority.partition(":")
-    return _host_problem(host) or (_port_problem(port, 1) if sep else None) or "is not a valid URL"
+    return host_problem(host) or (_port_problem(port, 1) if sep else None) or "is not a valid URL"
 
 
 def listen_problem(listen: str) -> str | None:
@@ -181,9 +182,7 @@ def listen_problem(listen: str) -> str | None:
         return "expected host:port or :port, e.g. :9842 or 127.0.0.1:9842"
     if ":" in host or host.startswith("["):
         return "IPv6 addresses are not supported: use an IPv4 address, a host name or :port"
-    return (
-        _port_problem(port, 0) or (_host_problem(host) if host else None)
-    ) or "expected host:port or :port"
+    return (_port_problem(port, 0) or (host_problem(host) if host else None)) or "expected host:port or :port"
 
 
 # ------------------------------------------------------------------ text

@@ -136,6 +136,7 @@ def test_check_config_reads_the_password_files_unless_told_not_to(tmp_path: Path
         (["simulate", "--nodes", "-3"], "nodes"),
         (["simulate", "--rebuild-after-s", "nan"], "--rebuild-after-s"),
         (["simulate", "--scenario", "bogus"], "--scenario"),
+        (["simulate", "--host", "256.1.1.1"], "--host"),
         (["demo", "--scenario", "bogus"], "--scenario"),
         (["demo", "--port", "-1"], "--port"),
         (["demo", "--fa-ports", "99"], "fa_ports"),

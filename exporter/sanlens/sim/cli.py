@@ -19,7 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=sorted(SCENARIOS),
         help="field case to simulate (default: mixed, the demo)",
     )
-    p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    p.add_argument(
+        "--host", type=cliargs.host, default="127.0.0.1", help="listen address (default 127.0.0.1)"
+    )
     p.add_argument("--port", type=cliargs.port, default=0, help="listen port (default: a free one)")
     p.add_argument(
         "--tls",
