@@ -456,7 +456,6 @@ HOST_RESET_BUG = (
 )
 
 
-@pytest.mark.xfail(strict=False, reason=HOST_RESET_BUG)
 def test_simulator_killed_and_restarted_on_the_same_port(env: Env, healthy_sims: Sims) -> None:
     ontap, host = healthy_sims.ontap, healthy_sims.host
     fault_test(
@@ -470,7 +469,6 @@ def test_simulator_killed_and_restarted_on_the_same_port(env: Env, healthy_sims:
     env.assert_clean()
 
 
-@pytest.mark.xfail(strict=False, reason=HOST_RESET_BUG)
 def test_host_counters_restarting_from_a_nonzero_value_give_no_absurd_rate() -> None:
     """The restarted simulator's case in two readings: a host disk's counters fall back to earlier values."""
     cooker = HostCooker(HOST)

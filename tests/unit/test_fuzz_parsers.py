@@ -405,7 +405,6 @@ SCRAPE_OVERFLOW_BUG = (
 )
 
 
-@pytest.mark.xfail(strict=False, reason=SCRAPE_OVERFLOW_BUG)
 @pytest.mark.parametrize(
     "page",
     [

@@ -73,7 +73,9 @@ class Unwrapper:
                 if modulus is not None and last_raw < modulus and raw + modulus - last_raw < modulus / 2:
                     offset += modulus
                 else:
-                    offset += last_raw
+                    # a reset: the interval's change is unknown (a restarted counter need not start
+                    # near zero), so the exposed value holds still rather than jump by the new raw value
+                    offset += last_raw - raw
         self._state[key] = (raw, offset)
         return raw + offset
 

@@ -12,6 +12,7 @@ of the read queue length, not busy time. It is deliberately not read.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -46,6 +47,17 @@ def _is_drive(volume: str) -> bool:
     return (len(volume) == 2 and volume[1] == ":" and volume[0].isalpha()) or ":\\" in volume
 
 
+def _usable(name: str, disk: str, value: float) -> float:
+    """A sample value a counter or a path count can hold: finite and within float range."""
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v) or abs(v) > 1e300:
+        raise ScrapeParseError(f"{name}{{disk={disk!r}}}: not a usable number")
+    return v
+
+
 def parse_scrape(text: str) -> list[DiskReading]:
     """Disks of one scrape, sorted by disk number; ``_Total`` is skipped."""
     values: dict[str, dict[str, Any]] = defaultdict(dict)
@@ -54,7 +66,7 @@ def parse_scrape(text: str) -> list[DiskReading]:
     paths: dict[str, int] = {}
     try:
         families = list(text_string_to_metric_families(text.lstrip("\ufeff")))
-    except (ValueError, TypeError, IndexError) as e:
+    except (ValueError, TypeError, IndexError, OverflowError) as e:
         raise ScrapeParseError(f"not Prometheus text format: {e}") from None
     for fam in families:
         for s in fam.samples:
@@ -65,7 +77,7 @@ def parse_scrape(text: str) -> list[DiskReading]:
                 number, _, rest = instance.partition(" ")
                 if not number or number == "_Total":
                     continue
-                values[number][field] = float(s.value)
+                values[number][field] = _usable(name, instance, s.value)
                 for d in rest.split():
                     if _is_drive(d):
                         drives[number].add(normalize_drive(d))
@@ -80,7 +92,7 @@ def parse_scrape(text: str) -> list[DiskReading]:
                     serials[number] = labels.get("serial_number", "").strip()
             elif name == PATHS_FAMILY:
                 number = labels.get("disk", "").strip()
-                if number and s.value >= 1:
+                if number and _usable(name, number, s.value) >= 1:
                     paths[number] = int(s.value)
     return [
         DiskReading(
