@@ -119,6 +119,9 @@ class Handler(BaseHTTPRequestHandler):
             self._reset()
         except ApiError as e:
             self._json(e.status, e.body())
+        except (BrokenPipeError, ConnectionResetError) as e:  # the client hung up mid-answer
+            log.debug("client went away on %s: %s", self.path, e)
+            self.close_connection = True
         except Exception as e:  # a simulator bug must not kill the connection silently
             log.exception("simulator error on %s", self.path)
             self._json(500, {"error": {"message": f"simulator error: {e}", "code": "1"}})
