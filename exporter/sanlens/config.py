@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import dataclasses
+import errno
 import functools
 import gc
 import logging
@@ -130,7 +131,13 @@ _HOST = re.compile(rf"^(?:{_IPV4}|{_HOSTNAME})$")
 
 
 def _port_problem(port: str, lowest: int) -> str | None:
-    if not port.isascii() or not port.isdigit() or not lowest <= int(port) <= 65535 or port != str(int(port)):
+    if (
+        not port.isascii()
+        or not port.isdigit()
+        or len(port) > 5  # and int() refuses thousands of digits
+        or not lowest <= int(port) <= 65535
+        or port != str(int(port))
+    ):
         return f"the port must be a number from {lowest} to 65535"
     return None
 
@@ -186,7 +193,7 @@ def listen_problem(listen: str) -> str | None:
 
 
 # ------------------------------------------------------------------ text
-class _DecodeError(ValueError):
+class _DecodeError(Exception):
     """Text that cannot be decoded: the reason and, when known, the line; never the bytes."""
 
     def __init__(self, reason: str, line: int | None = None) -> None:
@@ -219,13 +226,27 @@ def _decode(data: bytes) -> str:
         raise _DecodeError("not UTF-8 text; save the file as UTF-8", line) from None
 
 
+class _TooLarge(Exception):
+    """A file past its size cap."""
+
+
 def _read_capped(path: str | Path, cap: int) -> bytes:
-    """At most ``cap`` bytes; ValueError past that (a device or a runaway file is not read to the end)."""
+    """At most ``cap`` bytes, _TooLarge past that (a device or a runaway file is not read to the end).
+
+    OSError when the file cannot be read, a path holding a NUL character included.
+    """
+    if "\x00" in str(path):
+        raise OSError(errno.EINVAL, "the path holds a NUL character")
     with open(path, "rb") as f:
         data = f.read(cap + 1)
     if len(data) > cap:
-        raise ValueError(f"larger than {cap // 1024} KiB")
+        raise _TooLarge(f"larger than {cap // 1024} KiB")
     return data
+
+
+def _shown(path: str) -> str:
+    """A path for a message: as written, or quoted when it holds control characters."""
+    return path if path.isprintable() else repr(path)
 
 
 # ------------------------------------------------------------------ model
@@ -253,16 +274,13 @@ class AuthConfig:
     def resolve_password(self) -> str | None:
         """The password now; ConfigError names the file or variable, never its content."""
         if self.password_file:
+            shown = _shown(self.password_file)
             try:
                 text = _decode(_read_capped(self.password_file, MAX_SECRET_BYTES))
             except OSError as e:
-                raise ConfigError(f"cannot read password_file {self.password_file}: {e.strerror}") from None
-            except _DecodeError as e:
-                raise ConfigError(f"password_file {self.password_file}: {e.reason}") from None
-            except ValueError:
-                raise ConfigError(
-                    f"password_file {self.password_file}: larger than {MAX_SECRET_BYTES // 1024} KiB"
-                ) from None
+                raise ConfigError(f"cannot read password_file {shown}: {e.strerror}") from None
+            except (_DecodeError, _TooLarge) as e:
+                raise ConfigError(f"password_file {shown}: {e}") from None
             return text.rstrip("\r\n")
         if self.password_env:
             value = os.environ.get(self.password_env)
@@ -680,10 +698,9 @@ def _converter(tp: Any, secret: bool = False) -> _Convert:
         else:
             try:
                 value = walk.constructor.construct_object(node)
-            except yaml.YAMLError:
-                return walk.fail(
-                    node, path, "expected a string" if secret else "a YAML tag sanlens does not read"
-                )
+            except Exception:  # a constructor raises what its parser raises: ValueError, TypeError...
+                unreadable = "a value its YAML tag cannot read, or a tag sanlens does not read"
+                return walk.fail(node, path, "expected a string" if secret else unreadable)
             if secret and not isinstance(value, str):
                 return walk.fail(node, path, "expected a string (quote it)")
         try:
@@ -918,13 +935,15 @@ _CHECKS: dict[type, Callable[..., None]] = {
 # ------------------------------------------------------------------ files a config names
 def _file_problem(path: str, directory_ok: bool = False) -> str | None:
     try:
+        if "\x00" in path:
+            raise OSError(errno.EINVAL, "the path holds a NUL character")
         if directory_ok and os.path.isdir(path):
             os.listdir(path)
             return None
         with open(path, "rb"):
             return None
     except OSError as e:
-        return f"cannot read {path}: {e.strerror}"
+        return f"cannot read {_shown(path)}: {e.strerror}"
 
 
 def _check_files(walk: _Walk, cfg: Config) -> None:
@@ -990,7 +1009,7 @@ def _read_text(path: str | Path) -> str:
         raise ConfigError(
             f"cannot read: {e.strerror}", file=str(p), hint="check the path and its permissions"
         ) from None
-    except ValueError:
+    except _TooLarge:
         raise _too_large(str(p)) from None
     try:
         return _decode(data)

@@ -421,3 +421,36 @@ def _schema_and_exporter(cfg: dict[str, object]) -> tuple[bool, bool]:
 def test_the_chart_schema_and_the_exporter_agree_on_hosts(host: dict[str, object], valid: bool) -> None:
     """What helm/build.py restates beyond its generic bound samples: host urls by source, disks."""
     assert _schema_and_exporter({"hosts": [{"name": "h", **host}]}) == (valid, valid)
+
+
+# ------------------------------------------------------------------ values the YAML layer cannot read
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("listen: !!int x\n", "listen"),
+        ("diagnose: {sustain_scale: !!float y}\n", "diagnose.sustain_scale"),
+        ("listen: !!timestamp 2001-13-45\n", "listen"),
+        ("listen: !!binary '%%%'\n", "listen"),
+        ("diagnose:\n  history: " + "1" * 5000 + "\n", "diagnose.history"),
+        ("listen: ':" + "9" * 5000 + "'\n", "listen"),
+        ("ontap:\n  - name: c1\n    url: 'https://c1:" + "9" * 5000 + "'\n", "ontap[0].url"),
+    ],
+)
+def test_values_yaml_or_int_cannot_read_are_located_problems(text: str, path: str) -> None:
+    assert only(text).path == path
+
+
+def test_a_path_holding_a_nul_is_a_located_problem(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        "ontap:\n  - name: c1\n    url: https://c1\n"
+        '    tls: {ca_file: "/etc/\\0ca.pem"}\n'
+        '    auth: {username: u, password_file: "/run/\\0pw"}\n'
+    )
+    with pytest.raises(ConfigErrors) as ei:
+        check_config(f)
+    assert [(p.path, p.line) for p in ei.value.problems] == [
+        ("ontap[0].tls.ca_file", 4),
+        ("ontap[0].auth.password_file", 5),
+    ]
+    assert all("NUL" in p.message and "\0" not in p.message for p in ei.value.problems)
