@@ -450,12 +450,6 @@ def test_partial_aggregation_keeps_the_target_up_and_shows_the_rows(env: Env, he
     env.assert_clean()
 
 
-HOST_RESET_BUG = (
-    "after a host counter drops to a non-zero value (a restarted simulator, another node behind the "
-    "same address), hosts.cooking counts the whole new value as the interval's delta: 1e8 IOPS"
-)
-
-
 def test_simulator_killed_and_restarted_on_the_same_port(env: Env, healthy_sims: Sims) -> None:
     ontap, host = healthy_sims.ontap, healthy_sims.host
     fault_test(

@@ -399,12 +399,6 @@ def test_perfmon_log_that_looks_binary_is_reported_at_line_1() -> None:
     assert e.value.line == 1 and str(e.value).startswith("sql01.csv:1: ")
 
 
-SCRAPE_OVERFLOW_BUG = (
-    "hosts.exporter_scrape: a value or timestamp too large for a float, or paths = +Inf, "
-    "raises OverflowError, not ScrapeParseError (the poll then fails as 'internal' with a traceback)"
-)
-
-
 @pytest.mark.parametrize(
     "page",
     [
