@@ -39,7 +39,7 @@ def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
+def write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
     path.write_bytes(
         key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -48,12 +48,12 @@ def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
     return path
 
 
-def _write_cert(cert: x509.Certificate, path: Path) -> Path:
+def write_cert(cert: x509.Certificate, path: Path) -> Path:
     path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return path
 
 
-def _ca(cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def new_ca(cn: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _key()
     now = dt.datetime.now(dt.UTC)
     cert = (
@@ -116,8 +116,8 @@ def leaf(
 def make_pki(out: Path, server_name: str = "localhost") -> PKI:
     """CA, server certificate for ``server_name`` and 127.0.0.1, a client certificate, and a stranger."""
     out.mkdir(parents=True, exist_ok=True)
-    ca = _ca("sanlens test CA")
-    other = _ca("some other CA")
+    ca = new_ca("sanlens test CA")
+    other = new_ca("some other CA")
     server = leaf(
         ca,
         server_name,
@@ -137,21 +137,21 @@ def make_pki(out: Path, server_name: str = "localhost") -> PKI:
         other, "stranger", [x509.DNSName("prometheus.monitoring.svc")], ExtendedKeyUsageOID.CLIENT_AUTH
     )
     return PKI(
-        ca=_write_cert(ca[0], out / "ca.crt"),
-        server=Pair(_write_cert(server[0], out / "tls.crt"), _write_key(server[1], out / "tls.key")),
-        client=Pair(_write_cert(client[0], out / "client.crt"), _write_key(client[1], out / "client.key")),
-        other_ca=_write_cert(other[0], out / "other-ca.crt"),
+        ca=write_cert(ca[0], out / "ca.crt"),
+        server=Pair(write_cert(server[0], out / "tls.crt"), write_key(server[1], out / "tls.key")),
+        client=Pair(write_cert(client[0], out / "client.crt"), write_key(client[1], out / "client.key")),
+        other_ca=write_cert(other[0], out / "other-ca.crt"),
         stranger=Pair(
-            _write_cert(stranger[0], out / "stranger.crt"), _write_key(stranger[1], out / "stranger.key")
+            write_cert(stranger[0], out / "stranger.crt"), write_key(stranger[1], out / "stranger.key")
         ),
     )
 
 
 def reissue_server(pki: PKI, out: Path, server_name: str) -> Pair:
     """A new server certificate from a fresh CA, written over the old files (a rotation)."""
-    ca = _ca("rotated CA")
+    ca = new_ca("rotated CA")
     cert, key = leaf(ca, server_name, [x509.DNSName(server_name)], ExtendedKeyUsageOID.SERVER_AUTH)
-    _write_cert(ca[0], out / "rotated-ca.crt")
-    _write_key(key, pki.server.key)
-    _write_cert(cert, pki.server.cert)
+    write_cert(ca[0], out / "rotated-ca.crt")
+    write_key(key, pki.server.key)
+    write_cert(cert, pki.server.cert)
     return pki.server

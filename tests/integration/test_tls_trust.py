@@ -6,7 +6,6 @@ the ``ca_file`` that verifies it; the other CAs here are made with ``cryptograph
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import ssl
 import threading
@@ -27,69 +26,26 @@ from sanlens.runtime import Exporter
 from sanlens.sim.server import Simulator
 
 x509 = pytest.importorskip("cryptography.x509", reason="the sim extra (cryptography) makes the certificates")
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-from cryptography.x509.oid import NameOID  # noqa: E402
+from cryptography.x509.oid import ExtendedKeyUsageOID  # noqa: E402
+
+import pki  # noqa: E402
 
 ENV_BUNDLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-
 def make_ca(folder: Path, cn: str) -> tuple[Path, x509.Certificate, ec.EllipticCurvePrivateKey]:
     """A self-signed CA certificate (written as PEM) and its key."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(cn))
-        .issuer_name(_name(cn))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    path = folder / f"{cn.replace(' ', '-')}.pem"
-    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    return path, cert, key
+    cert, key = pki.new_ca(cn)
+    return pki.write_cert(cert, folder / f"{cn.replace(' ', '-')}.pem"), cert, key
 
 
 def make_leaf(
     folder: Path, ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, dns: str
 ) -> tuple[Path, Path]:
     """A server certificate for ``dns`` only (not 127.0.0.1), signed by ``ca``."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(dns))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(dns)]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "leaf.pem", folder / "leaf.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert_path, key_path
+    cert, key = pki.leaf((ca, ca_key), dns, [x509.DNSName(dns)], ExtendedKeyUsageOID.SERVER_AUTH)
+    return pki.write_cert(cert, folder / "leaf.pem"), pki.write_key(key, folder / "leaf.key")
 
 
 class _Version(BaseHTTPRequestHandler):
