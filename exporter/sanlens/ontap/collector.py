@@ -165,9 +165,7 @@ class OntapSource:
             )
         )
         self._fetched_at[table] = time.time()
-        rows = rows_from_response({"records": recs}, table)
-        for r in rows:
-            r.table = r.table or table  # `counter_table` comes only when `fields` asks for it
+        rows = rows_from_response({"records": recs}, table, table)
         self.partial[table] = sum(1 for r in rows if not r.complete)
         if not self.target.skip_incomplete_aggregation:
             for r in rows:

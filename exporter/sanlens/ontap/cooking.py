@@ -222,8 +222,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterRow]:
+def rows_from_response(doc: Mapping[str, Any], where: str = "", table: str = "") -> list[CounterRow]:
     """Records of ``GET /api/cluster/counter/tables/{table}/rows`` as CounterRows.
+
+    ``table`` names the rows whose record lacks ``counter_table`` (ONTAP sends it only when
+    ``fields`` asks for it).
 
     Hot path: ``dict`` checks, not ``Mapping`` (an ABC check per element costs ~0.3 s a poll at scale).
     """
@@ -234,14 +237,14 @@ def rows_from_response(doc: Mapping[str, Any], where: str = "") -> list[CounterR
     for n, r in enumerate(recs):
         if not isinstance(r, dict):
             raise CaptureError(f"records[{n}] is not an object", where)
-        table = str(ct.get("name") or "") if isinstance(ct := r.get("counter_table"), dict) else ""
+        name = str(ct.get("name") or "") if isinstance(ct := r.get("counter_table"), dict) else ""
         listed = r.get("properties")
         props = {
             str(p.get("name")): str(p.get("value", ""))
             for p in (listed if isinstance(listed, list) else ())
             if isinstance(p, dict) and "name" in p
         }
-        row = CounterRow(table, str(r.get("id") or props.get("name") or n), props)
+        row = CounterRow(name or table, str(r.get("id") or props.get("name") or n), props)
         agg = r.get("aggregation")
         if isinstance(agg, dict) and agg.get("complete") is False:
             row.complete = False
