@@ -265,7 +265,17 @@ DIAGNOSES = (
         SUBJECT,
         "—",
         "diagnosis engine",
-        "0 ok, 1 warning, 2 critical; present for every existing subject, so `for:` clauses work",
+        "1 warning, 2 critical; present for as long as the subject is non-ok (so `for:` clauses work), "
+        "absent for a healthy subject",
+        "only while the state is above 0",
+    ),
+    Family(
+        "sanlens_diagnosis_subjects",
+        "gauge",
+        ("diagnosis", "state"),
+        "count",
+        "diagnosis engine",
+        "subjects the diagnosis judged at its last run, by `state` (`ok`, `warning`, `critical`)",
     ),
     Family(
         "sanlens_diagnosis_score",
@@ -274,6 +284,7 @@ DIAGNOSES = (
         "ratio",
         "diagnosis engine",
         "how strongly the signature matches, 0..1",
+        "only while the state is above 0",
     ),
     Family(
         "sanlens_diagnosis_since_timestamp_seconds",
@@ -292,6 +303,7 @@ DIAGNOSES = (
         "diagnosis engine",
         "the evidence behind a finding, one series per value; the unit is in the `evidence` name "
         "(e.g. `host_read_latency_seconds`, `host_idle_ratio`)",
+        "only while the state is above 0",
     ),
     Family(
         "sanlens_diagnosis_threshold",

@@ -155,26 +155,25 @@ def feed(
 
 
 def state(eng: Engine, diagnosis: str, subject: str) -> int | None:
-    """Value of sanlens_diagnosis_state for one subject, None when the series is absent."""
+    """State of one subject, None when the diagnosis did not judge it.
+
+    Non-ok states are read from sanlens_diagnosis_state (the series alerts use); ok
+    subjects have no series, so they come from the engine's list of judged subjects."""
+    judged = eng.subject_states(diagnosis)
     for m in eng.metrics():
         if m.name == "sanlens_diagnosis_state":
             names = m.label_names
             for values, v in m.samples:
                 lv = dict(zip(names, values, strict=True))
                 if lv["diagnosis"] == diagnosis and lv["subject"] == subject:
+                    assert judged.get(subject) == int(v)
                     return int(v)
-    return None
+    assert judged.get(subject) in (0, None), f"{diagnosis} {subject}: non-ok without a series"
+    return judged.get(subject)
 
 
 def subjects(eng: Engine, diagnosis: str) -> set[str]:
-    out = set()
-    for m in eng.metrics():
-        if m.name == "sanlens_diagnosis_state":
-            for values, _v in m.samples:
-                lv = dict(zip(m.label_names, values, strict=True))
-                if lv["diagnosis"] == diagnosis:
-                    out.add(lv["subject"])
-    return out
+    return set(eng.subject_states(diagnosis))
 
 
 def finding(eng: Engine, diagnosis: str, subject: dict[str, str] | None = None) -> dict[str, Any] | None:

@@ -160,7 +160,7 @@ def test_time_never_runs_backwards_between_sources() -> None:
 
 
 # ------------------------------------------------------------------ subjects
-def test_every_existing_subject_has_state_zero_and_disappears_with_its_object() -> None:
+def test_every_existing_subject_is_judged_ok_and_disappears_with_its_object() -> None:
     e = engine()
     e.update(snap(ontap(0)))
     e.update(snap(hostview(0, disk(), disk(disk="2"))))
@@ -317,7 +317,11 @@ def test_metric_families_and_labels() -> None:
         for lv, v in fams["sanlens_diagnosis_state"].samples
     }
     assert states[("san_oversubscription", DISK_KEY)] == 2
-    assert states[("lun_iops_ceiling", LUN_KEY)] == 0
+    assert ("lun_iops_ceiling", LUN_KEY) not in states  # ok subjects cost no series...
+    counts = {lv: v for lv, v in fams["sanlens_diagnosis_subjects"].samples}
+    assert counts[("lun_iops_ceiling", "ok")] >= 1  # ... but are counted
+    assert counts[("san_oversubscription", "critical")] == 1
+    assert not {k for k, _ in states} - {"san_oversubscription", "latency_slo", "host_queue_limited"}
     since = {lv[:2]: v for lv, v in fams["sanlens_diagnosis_since_timestamp_seconds"].samples}
     assert since[("san_oversubscription", DISK_KEY)] == T0
     assert ("lun_iops_ceiling", LUN_KEY) not in since  # only while non-ok

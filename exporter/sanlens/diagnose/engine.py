@@ -19,7 +19,6 @@ import copy
 import logging
 import math
 import threading
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +45,6 @@ class Track:
     id: str
     key: str
     labels: Mapping[str, str]
-    size: int
     state: int = 0
     since: float | None = None
     up_since: dict[int, float | None] = field(default_factory=lambda: {1: None, 2: None})
@@ -54,13 +52,13 @@ class Track:
     score: float = 0.0
     evidence: dict[str, float] = field(default_factory=dict)
     recommendation: str = ""
-    samples: deque[tuple[float, int | None, int | None]] = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.samples = deque(maxlen=self.size)
+    @property
+    def idle(self) -> bool:
+        """Ok with nothing pending: the track carries no memory and need not be kept."""
+        return self.state == 0 and self.up_since[1] is None and self.up_since[2] is None
 
     def step(self, now: float, raw: int | None, relaxed: int | None, sustain: float, exit_: float) -> None:
-        self.samples.append((now, raw, relaxed))
         if raw is None:  # no data to judge: keep the state as it is
             return
         for lvl in (1, 2):
@@ -111,7 +109,11 @@ class Engine:
         self._tracks: dict[tuple[str, str], Track] = {}
         self._now = -math.inf
         self._findings: list[dict[str, Any]] = []
-        self._metrics: tuple[Metric, ...] = self._build_metrics([])
+        self._active: list[Track] = []
+        self._counts: dict[str, list[int]] = {}
+        self._evaluated: dict[str, dict[str, int]] = {}
+        self._progress: list[tuple[dict[str, str], float | None, float | None]] = []
+        self._metrics: tuple[Metric, ...] | None = None
 
     def _configure(self, cfg: DiagnoseConfig) -> None:
         self._cfg = cfg
@@ -122,6 +124,7 @@ class Engine:
     def set_config(self, cfg: Config) -> None:
         with self._lock:
             self._configure(cfg.diagnose)
+            self._metrics = None
 
     # ------------------------------------------------------------ feeding
     def update(self, snapshot: Snapshot) -> None:
@@ -157,6 +160,8 @@ class Engine:
         now = self._now
         ctx = Context(now, self._ontap, self._hosts, self._history, self._cfg.backend_iops_capacity)
         seen: set[tuple[str, str]] = set()
+        counts = {mod.SPEC.id: [0, 0, 0] for mod in MODULES}
+        evaluated: dict[str, dict[str, int]] = {mod.SPEC.id: {} for mod in MODULES}
         for mod in MODULES:
             did = mod.SPEC.id
             try:
@@ -165,6 +170,10 @@ class Engine:
             except Exception:  # one broken diagnosis must not blind the others
                 log.exception("diagnosis %s failed", did)
                 seen.update(k for k in self._tracks if k[0] == did)
+                for k, t in self._tracks.items():
+                    if k[0] == did:
+                        counts[did][t.state] += 1
+                        evaluated[did][k[1]] = t.state
                 continue
             sustain, exit_ = self._windows[did]
             for o in strict:
@@ -174,16 +183,28 @@ class Engine:
                 seen.add(k)
                 tr = self._tracks.get(k)
                 if tr is None:
-                    tr = self._tracks[k] = Track(did, o.key, o.labels, self._cfg.history)
+                    if not o.level:  # ok (or unjudgeable) with nothing pending: no track to keep
+                        if o.level is not None:
+                            counts[did][0] += 1
+                            evaluated[did][o.key] = 0
+                        continue
+                    tr = self._tracks[k] = Track(did, o.key, o.labels)
                 tr.step(now, o.level, relaxed.get(o.key, o.level), sustain, exit_)
                 if o.level is not None:
                     tr.observe(o)
+                counts[did][tr.state] += 1
+                evaluated[did][o.key] = tr.state
+                if tr.idle:
+                    del self._tracks[k]
         for k in [k for k in self._tracks if k not in seen]:
             del self._tracks[k]  # the subject is gone
-        progress = background_operation_impact.progress_samples(ctx)
+        self._progress = background_operation_impact.progress_samples(ctx)
+        self._counts = counts
+        self._evaluated = evaluated
         tracks = sorted(self._tracks.values(), key=lambda t: (-t.state, -t.score, t.id, t.key))
-        self._findings = [self._finding(t) for t in tracks if t.state > 0]
-        self._metrics = self._build_metrics(tracks, progress)
+        self._active = [t for t in tracks if t.state > 0]
+        self._findings = [self._finding(t) for t in self._active]
+        self._metrics = None
 
     # ------------------------------------------------------------ reading
     def findings(self) -> list[dict[str, Any]]:
@@ -191,7 +212,18 @@ class Engine:
         return copy.deepcopy(self._findings)
 
     def metrics(self) -> tuple[Metric, ...]:
-        return self._metrics
+        """The engine's families, built on first read after an update (``analyze`` feeds many
+        updates and reads once; a server renders once per poll, not per scrape)."""
+        with self._lock:
+            if self._metrics is None:
+                self._metrics = self._build_metrics()
+            return self._metrics
+
+    def subject_states(self, diagnosis: str) -> dict[str, int]:
+        """State of every subject the diagnosis judged at the last update, ok ones included
+        (they have no series, so this is how ``analyze`` and tests tell ok from unjudged)."""
+        with self._lock:
+            return dict(self._evaluated.get(diagnosis, {}))
 
     def thresholds(self) -> dict[str, dict[str, float]]:
         return copy.deepcopy(self._th)
@@ -212,13 +244,23 @@ class Engine:
             "runbook": spec.runbook,
         }
 
-    def _build_metrics(
-        self,
-        tracks: list[Track],
-        progress: list[tuple[dict[str, str], float | None, float | None]] | None = None,
-    ) -> tuple[Metric, ...]:
+    def _build_metrics(self) -> tuple[Metric, ...]:
+        """Series for non-ok subjects only, plus a per-diagnosis count of subjects by state.
+
+        A healthy subject costs no series, so cardinality follows problems, not the estate;
+        an alert's ``for:`` still holds because a subject's series exist for as long as its
+        state is non-ok."""
         b = MetricBuilder()
-        for t in tracks:
+        for did, per_state in self._counts.items():
+            for state, n in enumerate(per_state):
+                b.add(
+                    "sanlens_diagnosis_subjects",
+                    "gauge",
+                    "Subjects the diagnosis evaluated, by state (ok, warning, critical).",
+                    {"diagnosis": did, "state": SEVERITY[state]},
+                    n,
+                )
+        for t in self._active:
             lv = {"diagnosis": t.id, "subject": t.key, **{k: t.labels.get(k, "") for k in LABELS}}
             b.add(
                 "sanlens_diagnosis_state",
@@ -260,7 +302,7 @@ class Engine:
                     {"diagnosis": did, "threshold": name},
                     value,
                 )
-        for lv, percent, eta in progress or []:
+        for lv, percent, eta in self._progress:
             labels = {k: lv.get(k, "") for k in OP_LABELS}
             if percent is not None:
                 b.add(
