@@ -278,6 +278,26 @@ DIAGNOSES = (
         "subjects the diagnosis judged at its last run, by `state` (`ok`, `warning`, `critical`)",
     ),
     Family(
+        "sanlens_diagnosis_incident",
+        "gauge",
+        ("diagnosis", "subject", "incident", "role"),
+        "1",
+        "diagnosis engine (attribution)",
+        "the incident (root cause) a non-ok finding belongs to: a cause's own, or for an explained symptom "
+        "(`role=\"symptom\"`) its primary cause's; alerts group and inhibit by it",
+        "only while the state is above 0",
+    ),
+    Family(
+        "sanlens_diagnosis_cause",
+        "gauge",
+        ("diagnosis", "subject", "cause_diagnosis", "cause_subject"),
+        "1",
+        "diagnosis engine (attribution)",
+        "a cause finding on the I/O path of a symptom finding (host disk -> LUN -> volume -> aggregate -> "
+        "node, FC ports); the cause may still be inside its sustain window",
+        "only while the symptom's state is above 0",
+    ),
+    Family(
         "sanlens_diagnosis_score",
         "gauge",
         SUBJECT,
@@ -314,10 +334,10 @@ DIAGNOSES = (
         "the configured thresholds, and `sustain_seconds` / `exit_seconds` after `sustain_scale`",
     ),
     Family(
-        "sanlens_background_operation_percent_done",
+        "sanlens_background_operation_done_ratio",
         "gauge",
         OPERATION,
-        "percent",
+        "ratio",
         "RAID operations and volume moves",
         "progress of an active RAID operation or volume move",
         "only while one runs",

@@ -30,6 +30,11 @@ class MixinConfig:
     # Grafana folder tags and the uid prefix of every dashboard
     dashboard_tags: tuple[str, ...] = ("sanlens",)
     dashboard_uid_prefix: str = "sanlens-"
+    # the fewest ops per second a latency is computed over in recording rules and panels (an idle
+    # LUN's single slow op would otherwise draw a spike): latency_slo's own min_iops
+    latency_min_iops: float = 5.0
+    # how many subjects the dashboards' top-N variables offer by default (the worst N)
+    top_n: int = 10
 
     def threshold(self, diagnosis: str, name: str) -> float:
         """A diagnosis threshold's default, from the diagnosis spec itself."""

@@ -42,7 +42,7 @@ import mixin.config  # noqa: E402  (puts exporter/ on sys.path)
 from mixin.config import MixinConfig  # noqa: E402
 
 from sanlens.diagnose.registry import REGISTRY  # noqa: E402
-from sanlens.diagnose.spec import SEVERITY, DiagnosisSpec, Evidence  # noqa: E402
+from sanlens.diagnose.spec import DiagnosisSpec, Evidence  # noqa: E402
 
 OUT = HERE / "sanlens.rules.yaml"
 DEFAULT = mixin.config.DEFAULT
@@ -70,10 +70,12 @@ def metric(cfg: MixinConfig, name: str, *matchers: str) -> str:
     return f"{name}{{{sel}}}" if sel else name
 
 
-def query(cfg: MixinConfig, name: str, matchers: str, args: str) -> str:
-    """A Go template pipeline ``printf "<name{job, matchers}>" args | query`` (``matchers`` holds the verbs)."""
+def query(cfg: MixinConfig, name: str, matchers: str, args: str, wrap: str = "{}") -> str:
+    """A Go template pipeline ``printf "<name{job, matchers}>" args | query`` (``matchers`` holds the verbs);
+    ``wrap`` puts the selector inside a PromQL expression, e.g. ``count({})``."""
     sel = ",".join(m for m in (cfg.job_selector.replace("%", "%%"), matchers) if m)  # printf-safe
-    return f"printf {json.dumps(f'{name}{{{sel}}}', ensure_ascii=False)} {args} | query"
+    expr = wrap.format(f"{name}{{{sel}}}")
+    return f"printf {json.dumps(expr, ensure_ascii=False)} {args} | query"
 
 
 def evidence_template(cfg: MixinConfig, diagnosis: str, ev: Evidence) -> str:
@@ -101,31 +103,71 @@ def runbook_url(cfg: MixinConfig, page: str) -> str:
 
 
 def diagnosis_alerts(cfg: MixinConfig) -> list[dict[str, Any]]:
-    """A warning and/or critical alert per diagnosis, as its spec's severity policy lists them."""
+    """Each diagnosis's alerts as its spec's severity policy lists them (critical only where it pages)."""
     return [
-        _diagnosis_alert(cfg, spec, state) for spec in REGISTRY.values() for state in sorted(spec.severity)
+        _diagnosis_alert(cfg, spec, state, sev)
+        for spec in REGISTRY.values()
+        for state, sev in spec.alert_severities.items()
     ]
 
 
-def _diagnosis_alert(cfg: MixinConfig, spec: DiagnosisSpec, state: int) -> dict[str, Any]:
-    did, sev = spec.id, SEVERITY[state]
+# The most subjects an alert names; the count says how many there are in all.
+AFFECTED_SHOWN = 20
+
+
+def affected_template(cfg: MixinConfig) -> str:
+    """Every finding of the alert's incident (its causes and the symptoms they explain), named."""
+    count = query(cfg, "sanlens_diagnosis_incident", "incident=%q", "$labels.incident", "count({})")
+    top = query(
+        cfg, "sanlens_diagnosis_incident", "incident=%q", "$labels.incident", f"topk({AFFECTED_SHOWN}, {{}})"
+    )
+    return (
+        f"{{{{ with {count} }}}}{{{{ . | first | value }}}}{{{{ end }}}}: "
+        f'{{{{ range {top} | sortByLabel "subject" }}}}{{{{ .Labels.subject }}}} '
+        f"({{{{ .Labels.diagnosis }}}}); {{{{ end }}}}"
+    )
+
+
+def causes_template(cfg: MixinConfig, diagnosis: str) -> str:
+    """The cause findings on a symptom's I/O path, from ``sanlens_diagnosis_cause``."""
+    q = query(cfg, "sanlens_diagnosis_cause", "diagnosis=%q,subject=%q", f'"{diagnosis}" $labels.subject')
+    return f'{{{{ range {q} | sortByLabel "cause_subject" }}}}{{{{ .Labels.cause_diagnosis }}}} on {{{{ .Labels.cause_subject }}}}; {{{{ end }}}}'
+
+
+def _diagnosis_alert(cfg: MixinConfig, spec: DiagnosisSpec, state: int, sev: str) -> dict[str, Any]:
+    did = spec.id
     evidence = "".join(evidence_template(cfg, did, ev) for ev in spec.quoted())
-    # Warning fires from state >= 1 so it does not resolve and re-page when a finding
-    # escalates; Alertmanager's inhibit rule mutes it while the critical fires.
-    op = "==" if state == 2 else ">="
+    # Warnings fire from state >= 1 so they do not resolve and re-open when a finding
+    # escalates; Alertmanager's inhibit rule mutes them while the incident pages. The join
+    # adds the finding's incident (its root cause) and role (cause or explained symptom),
+    # which Alertmanager groups and inhibits by.
+    op = "==" if sev == "critical" else ">="
+    did_sel = f"diagnosis={json.dumps(did)}"
+    state_expr = f"{metric(cfg, 'sanlens_diagnosis_state', did_sel)} {op} {state}"
+    expr = (
+        f"({state_expr})\n"
+        f"  * on (job, instance, diagnosis, subject) group_left (incident, role)\n"
+        f"  {metric(cfg, 'sanlens_diagnosis_incident', did_sel)}"
+    )
+    when = spec.severity[state]
+    causes = f"Causes on its I/O path: {causes_template(cfg, did)}\n" if spec.symptom else ""
+    affected = affected_template(cfg)
     return {
         "alert": spec.alert,
-        "expr": f"{metric(cfg, 'sanlens_diagnosis_state', f'diagnosis={json.dumps(did)}')} {op} {state}",
-        "for": FOR[state],
+        "expr": expr,
+        "for": FOR[2 if sev == "critical" else 1],
         "labels": {"severity": sev},
         "annotations": {
             "summary": f"{spec.title}.",
             "description": (
                 f"{sev.capitalize()} {did} on {{{{ $labels.subject }}}} "
-                f"(cluster {{{{ $labels.cluster }}}}): {spec.severity[state]}.\n"
+                f"(cluster {{{{ $labels.cluster }}}}): {when}.\n"
                 f"Evidence: {evidence}\n"
-                f"Fix: {spec.fix}"
+                f"{causes}"
+                f"Fix: {spec.fix}\n"
+                f"Incident {{{{ $labels.incident }}}}, findings {affected}"
             ),
+            "affected": affected,
             "runbook_url": runbook_url(cfg, spec.runbook.rsplit("/", 1)[-1]),
             "dashboard_url": dashboard_url(cfg, spec.dashboard.uid, spec.dashboard.variables),
         },
@@ -215,12 +257,12 @@ def health_alerts(cfg: MixinConfig) -> list[dict[str, Any]]:
         ),
         alert(
             "SanlensBackgroundOperationRunning",
-            f"{metric(cfg, 'sanlens_background_operation_percent_done')} < 100",
+            f"{metric(cfg, 'sanlens_background_operation_done_ratio')} < 1",
             "",
             "info",
             "A RAID rebuild, resync or volume move is running.",
             "{{ $labels.operation }} on {{ $labels.cluster }}/{{ $labels.aggregate }}{{ with $labels.raid_group }} "
-            '{{ . }}{{ end }}{{ with $labels.volume }} volume {{ . }}{{ end }} is {{ $value | printf "%.0f" }} % done'
+            "{{ . }}{{ end }}{{ with $labels.volume }} volume {{ . }}{{ end }} is {{ $value | humanizePercentage }} done"
             f"{{{{ with {eta} }}}}, about {{{{ . | first | value | humanizeDuration }}}} left{{{{ end }}}}. "
             f"Informational: routed to no pager unless it hurts latency ({background.alert}).",
             runbook_url(cfg, background.runbook.rsplit("/", 1)[-1]),
@@ -233,7 +275,13 @@ def _rate(metric: str, sel: str = "") -> str:
     return f"rate({metric}{{{sel}}}[5m])" if sel else f"rate({metric}[5m])"
 
 
-def recording_rules() -> list[dict[str, Any]]:
+def _guarded(num: str, den: str, min_iops: float) -> str:
+    """``num / (den >= min_iops)``: a latency only where enough ops ran to mean something, so an
+    idle LUN's one slow op does not draw a spike (the series is absent instead)."""
+    return f"{num}\n  / ({den} >= {min_iops:g})"
+
+
+def recording_rules(cfg: MixinConfig = DEFAULT) -> list[dict[str, Any]]:
     """The aggregations the dashboards and ad-hoc queries share, over a fixed 5m window."""
     rw = 'op=~"read|write"'
     wr = 'op="write"'
@@ -241,20 +289,32 @@ def recording_rules() -> list[dict[str, Any]]:
     host_by = "host, disk, cluster, svm, volume, lun"
     lun_by = "cluster, svm, volume, lun"
     vol_by = "cluster, svm, volume"
+    lif_by = "cluster, node, svm, lif, port"
+    port_by = "cluster, node, port"
+    m = cfg.latency_min_iops
     rec: list[tuple[str, str]] = [
         # Host disk (PerfMon view): per op, then all ops.
         (
             "host_disk_op:sanlens_host_disk_latency_seconds:mean5m",
-            f"{_rate('sanlens_host_disk_latency_seconds_total')} / {_rate('sanlens_host_disk_ops_total')}",
+            _guarded(
+                _rate("sanlens_host_disk_latency_seconds_total"), _rate("sanlens_host_disk_ops_total"), m
+            ),
         ),
         (
             "host_disk:sanlens_host_disk_latency_seconds:mean5m",
-            f"sum by ({host_by}) ({_rate('sanlens_host_disk_latency_seconds_total', rw)})\n"
-            f"  / sum by ({host_by}) ({_rate('sanlens_host_disk_ops_total', rw)})",
+            _guarded(
+                f"sum by ({host_by}) ({_rate('sanlens_host_disk_latency_seconds_total', rw)})",
+                f"sum by ({host_by}) ({_rate('sanlens_host_disk_ops_total', rw)})",
+                m,
+            ),
         ),
         (
             "host_disk:sanlens_host_disk_ops:rate5m",
             f"sum by ({host_by}) ({_rate('sanlens_host_disk_ops_total', rw)})",
+        ),
+        (
+            "host_disk:sanlens_host_disk_bytes:rate5m",
+            f"sum by ({host_by}) ({_rate('sanlens_host_disk_bytes_total')})",
         ),
         (
             "host_disk:sanlens_host_disk_idle:ratio_rate5m",
@@ -263,14 +323,23 @@ def recording_rules() -> list[dict[str, Any]]:
         # ONTAP LUN.
         (
             "lun_op:sanlens_ontap_lun_latency_seconds:mean5m",
-            f"{_rate('sanlens_ontap_lun_latency_seconds_total')} / {_rate('sanlens_ontap_lun_ops_total', rw)}",
+            _guarded(
+                _rate("sanlens_ontap_lun_latency_seconds_total"), _rate("sanlens_ontap_lun_ops_total", rw), m
+            ),
         ),
         (
             "lun:sanlens_ontap_lun_latency_seconds:mean5m",
-            f"sum by ({lun_by}) ({_rate('sanlens_ontap_lun_latency_seconds_total', rw)})\n"
-            f"  / sum by ({lun_by}) ({_rate('sanlens_ontap_lun_ops_total', rw)})",
+            _guarded(
+                f"sum by ({lun_by}) ({_rate('sanlens_ontap_lun_latency_seconds_total', rw)})",
+                f"sum by ({lun_by}) ({_rate('sanlens_ontap_lun_ops_total', rw)})",
+                m,
+            ),
         ),
         ("lun:sanlens_ontap_lun_ops:rate5m", f"sum by ({lun_by}) ({_rate('sanlens_ontap_lun_ops_total')})"),
+        (
+            "lun:sanlens_ontap_lun_bytes:rate5m",
+            f"sum by ({lun_by}) ({_rate('sanlens_ontap_lun_bytes_total')})",
+        ),
         (
             "lun:sanlens_ontap_lun_write:ratio_rate5m",
             f"sum by ({lun_by}) ({_rate('sanlens_ontap_lun_ops_total', wr)})\n"
@@ -279,22 +348,60 @@ def recording_rules() -> list[dict[str, Any]]:
         # ONTAP volume.
         (
             "volume:sanlens_ontap_volume_latency_seconds:mean5m",
-            f"sum by ({vol_by}) ({_rate('sanlens_ontap_volume_latency_seconds_total')})\n"
-            f"  / sum by ({vol_by}) ({_rate('sanlens_ontap_volume_ops_total')})",
+            _guarded(
+                f"sum by ({vol_by}) ({_rate('sanlens_ontap_volume_latency_seconds_total')})",
+                f"sum by ({vol_by}) ({_rate('sanlens_ontap_volume_ops_total')})",
+                m,
+            ),
         ),
         (
             "volume:sanlens_ontap_volume_ops:rate5m",
             f"sum by ({vol_by}) ({_rate('sanlens_ontap_volume_ops_total')})",
         ),
         (
+            "volume:sanlens_ontap_volume_bytes:rate5m",
+            f"sum by ({vol_by}) ({_rate('sanlens_ontap_volume_bytes_total')})",
+        ),
+        (
             "volume:sanlens_ontap_volume_write:ratio_rate5m",
             f"sum by ({vol_by}) ({_rate('sanlens_ontap_volume_ops_total', wr)})\n"
             f"  / sum by ({vol_by}) ({_rate('sanlens_ontap_volume_ops_total', rw)})",
         ),
-        # ONTAP node CPU: domain busy as a percent of ONE core (serial domains cap at 100).
+        # FC front end: LIF latency (the array's view of the fabric side) and port utilization.
         (
-            "node_domain:sanlens_ontap_node_domain_busy:percent_core_rate5m",
-            f"100 * {_rate('sanlens_ontap_node_domain_busy_seconds_total', busy)}\n"
+            "fcp_lif:sanlens_ontap_fcp_lif_latency_seconds:mean5m",
+            _guarded(
+                f"sum by ({lif_by}) ({_rate('sanlens_ontap_fcp_lif_latency_seconds_total', rw)})",
+                f"sum by ({lif_by}) ({_rate('sanlens_ontap_fcp_lif_ops_total', rw)})",
+                m,
+            ),
+        ),
+        (
+            "fcp_lif:sanlens_ontap_fcp_lif_ops:rate5m",
+            f"sum by ({lif_by}) ({_rate('sanlens_ontap_fcp_lif_ops_total')})",
+        ),
+        (
+            "fcp_port:sanlens_ontap_fcp_port_latency_seconds:mean5m",
+            _guarded(
+                f"sum by ({port_by}) ({_rate('sanlens_ontap_fcp_port_latency_seconds_total', rw)})",
+                f"sum by ({port_by}) ({_rate('sanlens_ontap_fcp_port_ops_total', rw)})",
+                m,
+            ),
+        ),
+        (
+            # the busier direction over the negotiated link's data rate (FC: 100 MB/s per Gbit/s)
+            "fcp_port:sanlens_ontap_fcp_port_utilization:ratio_rate5m",
+            f"max by ({port_by}) ({_rate('sanlens_ontap_fcp_port_bytes_total')})\n"
+            f"  / on ({port_by}) sanlens_ontap_fc_port_data_rate_bytes_per_second",
+        ),
+        (
+            "fcp_port:sanlens_ontap_fcp_port_queue_full:rate5m",
+            f"sum by ({port_by}) ({_rate('sanlens_ontap_fcp_port_queue_full_total')})",
+        ),
+        # ONTAP node CPU: domain busy as a ratio of ONE core (serial domains cap at 1).
+        (
+            "node_domain:sanlens_ontap_node_domain_busy:core_ratio_rate5m",
+            f"{_rate('sanlens_ontap_node_domain_busy_seconds_total', busy)}\n"
             f"  / on (cluster, node) group_left () {_rate('sanlens_ontap_node_cpu_elapsed_seconds_total')}",
         ),
         (
@@ -309,7 +416,7 @@ def recording_rules() -> list[dict[str, Any]]:
 def build(cfg: MixinConfig = DEFAULT) -> dict[str, Any]:
     return {
         "groups": [
-            {"name": "sanlens.recording", "rules": recording_rules()},
+            {"name": "sanlens.recording", "rules": recording_rules(cfg)},
             {"name": "sanlens.diagnoses", "rules": diagnosis_alerts(cfg)},
             {"name": "sanlens.exporter", "rules": health_alerts(cfg)},
         ]

@@ -532,7 +532,7 @@ def test_cpu_domains_lun_volume_and_disks_answer_their_questions() -> None:
     disks = _targets_text("sanlens-disks")
     for needle in (
         "stddev by (cluster, aggregate)",
-        "sanlens_background_operation_percent_done",
+        "sanlens_background_operation_done_ratio",
         "sanlens_background_operation_eta_seconds",
         "sanlens_ontap_raid_operation_percent",
         "sanlens_ontap_volume_move_percent",

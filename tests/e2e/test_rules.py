@@ -193,8 +193,43 @@ def test_every_diagnosis_has_its_alerts_and_nothing_else() -> None:
         assert did in REGISTRY, f"{r['alert']} selects unknown diagnosis {did}"
         assert r["alert"] == alert_name(did)
         by_id.setdefault(did, set()).add(r["labels"]["severity"])
-    expected = {did: {SEVERITY_OF_STATE[s] for s in spec.severity} for did, spec in REGISTRY.items()}
+    expected = {did: set(spec.alert_severities.values()) for did, spec in REGISTRY.items()}
     assert by_id == expected
+
+
+# Who must act now (README, "Get paged"): these page; every other diagnosis is a ticket.
+PAGING = {
+    "latency_slo",
+    "san_oversubscription",
+    "host_queue_limited",
+    "cpu_domain_serial_bottleneck",
+    "background_operation_impact",
+}
+
+
+def test_only_the_paging_policy_pages() -> None:
+    critical = {
+        m.group(1)
+        for r in alerts()
+        if r["labels"]["severity"] == "critical" and (m := re.search(r'diagnosis="([a-z_]+)"', r["expr"]))
+    }
+    assert critical == PAGING | {d for d in REGISTRY if d.startswith(("host_path", "lun_not", "fc_port"))}
+    for did in {
+        "lun_iops_ceiling",
+        "volume_iops_ceiling",
+        "disk_busy_imbalance",
+        "volume_affinity_concentration",
+    }:
+        assert not REGISTRY[did].pages, did
+
+
+def test_every_diagnosis_alert_carries_its_incident_and_lists_the_affected() -> None:
+    for r in alerts():
+        if "diagnosis=" not in r["expr"]:
+            continue
+        assert "group_left (incident, role)" in r["expr"] and "sanlens_diagnosis_incident" in r["expr"], r
+        assert "sanlens_diagnosis_incident" in r["annotations"]["affected"], r["alert"]
+        assert "$labels.incident" in r["annotations"]["description"], r["alert"]
 
 
 def test_alert_conventions() -> None:
@@ -231,7 +266,16 @@ def test_recording_rule_names_follow_level_metric_operations() -> None:
     for name in recs:
         assert RECORD_NAME.match(name), name
         assert name.split(":")[1].startswith("sanlens_"), name
-    needed = ("host_disk_latency", "lun_latency", "volume_latency", "host_disk_ops", "lun_ops")
+        assert "percent" not in name, f"{name}: utilization is a ratio (0..1)"
+    needed = (
+        "host_disk_latency",
+        "lun_latency",
+        "volume_latency",
+        "host_disk_ops",
+        "lun_ops",
+        "bytes",
+        "fcp_",
+    )
     for part in (*needed, "volume_ops", "idle", "domain_busy", "write"):
         assert any(part in n for n in recs), part
 
@@ -266,14 +310,43 @@ def routes_test(receiver: str, *labels: str) -> subprocess.CompletedProcess[str]
                 "severity=critical",
                 "cluster=c1",
                 "subject=sql01/disk 1",
+                "incident=san_oversubscription:c1/sql01",
+                "role=cause",
             ],
             "pagerduty",
         ),
         (
-            ["alertname=SanlensLatencySlo", "severity=warning", "cluster=c1", "subject=c1/svm1/vol/db/lun0"],
+            [
+                "alertname=SanlensLatencySlo",
+                "severity=critical",
+                "cluster=c1",
+                "subject=c1/svm1/vol/db/lun0",
+                "incident=latency_slo:c1/svm1/vol/db/lun0",
+                "role=cause",
+            ],
             "pagerduty",
         ),
-        (["alertname=SanlensTargetDown", "severity=warning", "kind=ontap", "target=c1"], "pagerduty"),
+        (
+            [
+                "alertname=SanlensLatencySlo",
+                "severity=warning",
+                "cluster=c1",
+                "subject=c1/svm1/vol/db/lun0",
+                "incident=latency_slo:c1/svm1/vol/db/lun0",
+            ],
+            "tickets",
+        ),
+        (
+            [
+                "alertname=SanlensDiskBusyImbalance",
+                "severity=warning",
+                "cluster=c1",
+                "incident=disk_busy_imbalance:c1/aggr1",
+            ],
+            "tickets",
+        ),
+        (["alertname=SanlensExporterDown", "severity=critical", "instance=e:9842"], "pagerduty"),
+        (["alertname=SanlensTargetDown", "severity=warning", "kind=ontap", "target=c1"], "tickets"),
         (
             ["alertname=SanlensBackgroundOperationRunning", "severity=info", "cluster=c1", "aggregate=a"],
             "null",
@@ -291,17 +364,27 @@ def test_alertmanager_routes_verify_can_fail() -> None:
     assert p.returncode != 0
 
 
-def test_alertmanager_config_keeps_the_key_out_and_groups_per_subject() -> None:
+def test_alertmanager_config_keeps_the_key_out_and_groups_per_incident() -> None:
     text = AM_CONFIG.read_text(encoding="utf-8")
     cfg = yaml.safe_load(text)
     (pd,) = next(r for r in cfg["receivers"] if r["name"] == "pagerduty")["pagerduty_configs"]
     assert "routing_key_file" in pd and "routing_key" not in pd and "service_key" not in pd
     assert "severity" in pd["severity"] and pd["send_resolved"] is True
-    assert {"evidence", "runbook", "dashboard"} <= set(pd["details"])
-    assert cfg["route"]["group_by"] == ["cluster", "subject"]
-    (inhibit,) = cfg["inhibit_rules"]
-    assert inhibit["source_matchers"] == ['severity="critical"']
-    assert inhibit["target_matchers"] == ['severity="warning"']
-    assert set(inhibit["equal"]) == {"cluster", "subject"}
+    assert {"evidence", "runbook", "dashboard", "incident", "affected"} <= set(pd["details"])
+    assert cfg["route"]["group_by"] == ["cluster", "incident"]
+    assert cfg["route"]["receiver"] == "tickets", "what is not matched is a ticket, never a page"
+    warnings_page = [
+        r
+        for r in cfg["route"]["routes"]
+        if r["receiver"] == "pagerduty" and 'severity="critical"' not in r["matchers"]
+    ]
+    assert not warnings_page, warnings_page
+    ticket = next(r for r in cfg["receivers"] if r["name"] == "tickets")
+    assert ticket["webhook_configs"] and "pagerduty_configs" not in ticket
+    by_target = {tuple(i["target_matchers"]): i for i in cfg["inhibit_rules"]}
+    assert set(by_target[('severity="warning"',)]["equal"]) == {"cluster", "incident"}
+    symptoms = by_target[('role="symptom"',)]
+    assert symptoms["source_matchers"] == ['severity="critical"', 'role="cause"']
+    assert set(symptoms["equal"]) == {"cluster", "incident"}
     assert any(r["receiver"] == "null" for r in cfg["route"]["routes"])
     assert "null" in {r["name"] for r in cfg["receivers"]}

@@ -237,7 +237,7 @@ def test_background_progress_rate_and_eta() -> None:
     feed(e, 360, 480, 60, lambda t: [oltp(t, 0.060, (op(percent=10 + 0.05 * (t - 360)),))])
     fams = {m.name: m for m in e.metrics()}
     labels = ("c1", "aggr1", "", "", "/aggr1/plex0/rg0", "reconstruct")
-    pct = dict(fams["sanlens_background_operation_percent_done"].samples)[labels]
+    done = dict(fams["sanlens_background_operation_done_ratio"].samples)[labels]
     eta = dict(fams["sanlens_background_operation_eta_seconds"].samples)[labels]
     assert fams["sanlens_background_operation_eta_seconds"].label_names == (
         "cluster",
@@ -247,7 +247,7 @@ def test_background_progress_rate_and_eta() -> None:
         "raid_group",
         "operation",
     )
-    assert pct == pytest.approx(16.0)  # 10 + 0.05 x 120
+    assert done == pytest.approx(0.16)  # (10 + 0.05 x 120) %
     assert eta == pytest.approx((100 - 16.0) / 0.05)
     f = finding(e, "background_operation_impact")
     assert f is not None and f["evidence"]["baseline_latency_seconds"] == pytest.approx(0.012)

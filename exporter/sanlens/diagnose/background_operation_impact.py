@@ -61,7 +61,9 @@ SPEC = DiagnosisSpec(
             "RAID operations and volume moves running on the aggregate",
             "active operations",
         ),
-        Evidence("done_percent", "percent", "progress of the operation behind the worst latency", "done (%)"),
+        Evidence(
+            "done_ratio", "ratio", "progress of the operation behind the worst latency", "done", "percent"
+        ),
         Evidence("eta_seconds", "seconds", "time left at the observed progress rate", "ETA", "duration"),
         Evidence(
             "volume_latency_seconds",
@@ -75,6 +77,7 @@ SPEC = DiagnosisSpec(
     ),
     dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),
     ordered=(("latency_ratio_warning", "latency_ratio_critical"),),
+    pages=True,
 )
 ID = SPEC.id
 
@@ -120,7 +123,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
                 "latency_ratio": worst[0] if worst else None,
                 "volume_latency_seconds": worst[2] if worst else None,
                 "baseline_latency_seconds": worst[3] if worst else None,
-                "done_percent": prog.percent if prog else None,
+                "done_ratio": prog.percent / 100.0 if prog and prog.percent is not None else None,
                 "eta_seconds": prog.eta_s if prog else None,
             }
             level = 0

@@ -204,6 +204,9 @@ class Context:
             return None
         return self._luns.get((d.cluster, d.svm, d.lun))
 
+    def lun(self, cluster: str, svm: str, lun: str) -> LunStats | None:
+        return self._luns.get((cluster, svm, lun))
+
     def volume(self, cluster: str, svm: str, volume: str) -> VolumeStats | None:
         return self._volumes.get((cluster, svm, volume))
 

@@ -72,6 +72,7 @@ SPEC = DiagnosisSpec(
     ),
     dashboard=Dashboard("sanlens-ontap-cpu-domains", ("cluster", "node")),
     ordered=(("kahuna_warning_ratio", "serial_critical_ratio"),),
+    pages=True,
 )
 ID = SPEC.id
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose import background_operation_impact
+from sanlens.diagnose.attribution import Attribution, Seen, attribute
 from sanlens.diagnose.base import LABELS, Context, Observation, num
 from sanlens.diagnose.history import History
 from sanlens.diagnose.registry import MODULES, REGISTRY, SEVERITY, relax, resolve, windows
@@ -52,6 +53,7 @@ class Track:
     score: float = 0.0
     evidence: dict[str, float] = field(default_factory=dict)
     recommendation: str = ""
+    level: int = 0  # the level the thresholds gave at the last judged evaluation
 
     @property
     def idle(self) -> bool:
@@ -61,6 +63,7 @@ class Track:
     def step(self, now: float, raw: int | None, relaxed: int | None, sustain: float, exit_: float) -> None:
         if raw is None:  # no data to judge: keep the state as it is
             return
+        self.level = raw
         for lvl in (1, 2):
             if raw >= lvl:
                 start = self.up_since[lvl]
@@ -113,6 +116,7 @@ class Engine:
         self._counts: dict[str, list[int]] = {}
         self._evaluated: dict[str, dict[str, int]] = {}
         self._progress: list[tuple[dict[str, str], float | None, float | None]] = []
+        self._attribution = Attribution()
         self._metrics: tuple[Metric, ...] | None = None
 
     def _configure(self, cfg: DiagnoseConfig) -> None:
@@ -199,6 +203,11 @@ class Engine:
         for k in [k for k in self._tracks if k not in seen]:
             del self._tracks[k]  # the subject is gone
         self._progress = background_operation_impact.progress_samples(ctx)
+        self._attribution = attribute(
+            (Seen(t.id, t.key, t.labels, t.state, t.level, t.score) for t in self._tracks.values()),
+            REGISTRY,
+            ctx,
+        )
         self._counts = counts
         self._evaluated = evaluated
         tracks = sorted(self._tracks.values(), key=lambda t: (-t.state, -t.score, t.id, t.key))
@@ -225,6 +234,11 @@ class Engine:
         with self._lock:
             return dict(self._evaluated.get(diagnosis, {}))
 
+    def attribution(self) -> Attribution:
+        """Causes of each symptom and the incident of each finding, as of the last update."""
+        with self._lock:
+            return copy.deepcopy(self._attribution)
+
     def thresholds(self) -> dict[str, dict[str, float]]:
         return copy.deepcopy(self._th)
 
@@ -243,6 +257,38 @@ class Engine:
             "recommendation": t.recommendation or spec.fix,
             "runbook": spec.runbook,
         }
+
+    def _add_attribution(self, b: MetricBuilder) -> None:
+        """The incident of every non-ok finding and the causes of every explained symptom.
+
+        Relation series, not labels on ``sanlens_diagnosis_state``: a symptom's cause comes and
+        goes while the symptom lasts, and a label change would restart its alert's ``for:``."""
+        att = self._attribution
+        for t in self._active:
+            inc = att.incidents.get((t.id, t.key))
+            if inc is None:
+                continue
+            b.add(
+                "sanlens_diagnosis_incident",
+                "gauge",
+                "The incident (root cause) a non-ok finding belongs to; role cause or symptom.",
+                {"diagnosis": t.id, "subject": t.key, "incident": inc[0], "role": inc[1]},
+                1,
+            )
+        for t in self._active:
+            for cause_id, cause_key in att.causes.get((t.id, t.key), []):
+                b.add(
+                    "sanlens_diagnosis_cause",
+                    "gauge",
+                    "A cause finding on the I/O path of a symptom finding (1 while both are seen).",
+                    {
+                        "diagnosis": t.id,
+                        "subject": t.key,
+                        "cause_diagnosis": cause_id,
+                        "cause_subject": cause_key,
+                    },
+                    1,
+                )
 
     def _build_metrics(self) -> tuple[Metric, ...]:
         """Series for non-ok subjects only, plus a per-diagnosis count of subjects by state.
@@ -288,6 +334,7 @@ class Engine:
                     {**lv, "evidence": name},
                     value,
                 )
+        self._add_attribution(b)
         for did, values in self._th.items():
             sustain, exit_ = self._windows[did]
             for name, value in [
@@ -306,11 +353,11 @@ class Engine:
             labels = {k: lv.get(k, "") for k in OP_LABELS}
             if percent is not None:
                 b.add(
-                    "sanlens_background_operation_percent_done",
+                    "sanlens_background_operation_done_ratio",
                     "gauge",
-                    "Progress of an active RAID operation or volume move, percent.",
+                    "Progress of an active RAID operation or volume move, 0..1.",
                     labels,
-                    percent,
+                    percent / 100.0,
                 )
             if eta is not None:
                 b.add(

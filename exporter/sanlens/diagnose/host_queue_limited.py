@@ -150,6 +150,9 @@ SPEC = DiagnosisSpec(
     ),
     dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
     ordered=(("min_latency_ratio", "critical_latency_ratio"),),
+    pages=True,
+    # the fix (queue depth, paths, more LUNs) is made per host
+    incident_by=("cluster", "host"),
 )
 ID = SPEC.id
 PORT_LIMIT = 2048  # outstanding commands per FC target port

@@ -102,6 +102,8 @@ SPEC = DiagnosisSpec(
     ),
     dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
     ordered=tuple((f"{c}_warning_seconds", f"{c}_critical_seconds") for c in CLASSES),
+    pages=True,
+    symptom=True,
 )
 ID = SPEC.id
 

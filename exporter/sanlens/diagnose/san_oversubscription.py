@@ -127,6 +127,9 @@ SPEC = DiagnosisSpec(
         ),
     ),
     dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
+    pages=True,
+    # the disks of one host share its HBAs, fabric and front-end ports: one root cause
+    incident_by=("cluster", "host"),
 )
 ID = SPEC.id
 

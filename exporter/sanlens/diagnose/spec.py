@@ -86,6 +86,15 @@ class DiagnosisSpec:
     dashboard: Dashboard
     # (lower, upper) threshold pairs a configuration must keep in order, e.g. warning <= critical
     ordered: tuple[tuple[str, str], ...] = ()
+    # Severity policy: whether the critical state pages (someone must act now). A diagnosis that
+    # does not page alerts as a warning only (a ticket), whatever its state.
+    pages: bool = False
+    # A symptom is explained by the cause findings on its I/O path (sanlens.diagnose.attribution)
+    # and joins their incident; a cause is a finding in its own right.
+    symptom: bool = False
+    # The labels that make findings of this diagnosis one incident (one root cause), e.g. every
+    # disk of a host behind one over-subscribed front end; empty: each subject is its own incident.
+    incident_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.thresholds]
@@ -98,6 +107,15 @@ class DiagnosisSpec:
                 raise ValueError(f"{self.id}: ordered pair {pair} names an unknown threshold")
         if not set(self.severity) <= {1, 2}:
             raise ValueError(f"{self.id}: severity states are 1 (warning) and 2 (critical)")
+        if self.pages and 2 not in self.severity:
+            raise ValueError(f"{self.id}: a paging diagnosis needs a critical state")
+
+    @property
+    def alert_severities(self) -> dict[int, str]:
+        """Alert severity by the state it fires from: critical only where the diagnosis pages."""
+        if self.pages:
+            return {s: SEVERITY[s] for s in sorted(self.severity)}
+        return {min(self.severity): "warning"}
 
     @property
     def runbook(self) -> str:
