@@ -1,16 +1,27 @@
-"""Prometheus exposition: the /metrics page, rendered from the latest snapshots.
+"""Prometheus exposition: one /metrics body per update, compressed once, shared by every scrape.
 
-Reading immutable snapshots (rather than client-library gauges mutated by
-pollers) keeps each scrape consistent, and lets series vanish when their
-subject does.
+Snapshots are immutable, so each one's text is rendered and gzip-compressed once, per
+metric family, when it arrives; the body is then assembled from those cached pieces
+whenever a poll, a failure or the engine changes something (not per scrape). A scrape
+only copies bytes: the cached gzip stream plus a small per-scrape tail with the
+``process_*`` families, so concurrent scrapes cost next to nothing and never wait for
+a render. After its pieces exist, a snapshot's per-series objects are released.
+
+The gzip body is one member made of independently deflated pieces joined at byte
+boundaries (each piece ends with a sync flush), so unchanged pieces are reused as they
+are; zlib-ng supplies a faster deflate and ``crc32_combine`` for the trailer's CRC.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import platform
+import struct
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from prometheus_client import generate_latest
 from prometheus_client.core import (
@@ -21,15 +32,25 @@ from prometheus_client.core import (
 from prometheus_client.core import (
     Metric as PromMetric,
 )
+from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector, CollectorRegistry
+from zlib_ng import zlib_ng
 
 from sanlens import __version__
-from sanlens.model import Metric, Snapshot
+from sanlens.model import Metric
 from sanlens.state import State
+
+log = logging.getLogger(__name__)
+
+GZIP_LEVEL = 1
+"""Metric text is so repetitive that level 1 already shrinks it ~15x; higher levels cost
+several times the CPU for a few percent."""
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name, no mtime, OS unknown
+_FINAL_EMPTY_BLOCK = b"\x03\x00"  # a final, empty fixed-Huffman block: ends the deflate stream
 
 
 class _SelfCollector(Collector):
-    """sanlens' own health families, rendered per scrape by the client library."""
+    """sanlens' own health families, rendered with every body (they change with each poll)."""
 
     def __init__(self, state: State) -> None:
         self.state = state
@@ -76,7 +97,7 @@ class _SelfCollector(Collector):
         yield from (up, dur, last, errs, polls, interval)
 
 
-# ------------------------------------------------------------------ fast text path
+# ------------------------------------------------------------------ text format 0.0.4
 def escape_label_value(v: str) -> str:
     """A label value as text format 0.0.4 quotes it."""
     return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
@@ -91,65 +112,188 @@ def format_value(v: float) -> str:
     return repr(float(v))
 
 
-def render_samples(m: Metric) -> str:
-    """The sample lines of one family in text format 0.0.4 (no HELP/TYPE)."""
+def render_samples(m: Metric, label_cache: dict[tuple[str, ...], str] | None = None) -> str:
+    """The sample lines of one family in text format 0.0.4 (no HELP/TYPE).
+
+    ``label_cache`` maps label values to their rendered ``k="v",...`` text for one set of
+    label names; families of one snapshot share it, since a LUN's dozen families repeat
+    the same label values."""
     names = m.label_names
-    esc: dict[str, str] = {}
-    lines = []
+    cache: dict[tuple[str, ...], str] = {} if label_cache is None else label_cache
+    prefix = m.name + "{"
+    lines: list[str] = []
+    append = lines.append
     for values, v in m.samples:
-        parts = []
-        for k, x in zip(names, values, strict=True):
-            e = esc.get(x)
-            if e is None:
-                e = esc[x] = escape_label_value(x)
-            parts.append(f'{k}="{e}"')
-        lines.append(
-            f"{m.name}{{{','.join(parts)}}} {format_value(v)}\n" if parts else f"{m.name} {format_value(v)}\n"
-        )
+        lab = cache.get(values)
+        if lab is None:
+            lab = cache[values] = ",".join(
+                f'{k}="{escape_label_value(x)}"' for k, x in zip(names, values, strict=True)
+            )
+        value = repr(v) if math.isfinite(v) else format_value(v)
+        append(f"{prefix}{lab}}} {value}\n" if lab else f"{m.name} {value}\n")
     return "".join(lines)
 
 
-def _header(m: Metric) -> str:
+def header(m: Metric) -> str:
     help_ = m.help.replace("\\", "\\\\").replace("\n", "\\n")
     kind = "gauge" if m.type == "info" else m.type
     return f"# HELP {m.name} {help_}\n# TYPE {m.name} {kind}\n"
 
 
-class Exposition:
-    """/metrics bytes, with each snapshot's sample text rendered once and reused.
+# ------------------------------------------------------------------ compressed pieces
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Some exposition text, deflated and sync-flushed so pieces join into one stream."""
 
-    Snapshots are immutable, so their text is cached until the next poll replaces
-    them; only the small engine and self-monitoring families are rendered per scrape.
-    That keeps a scrape of 100k+ series within a second.
+    deflated: bytes
+    crc: int
+    size: int
+
+    @classmethod
+    def of(cls, data: bytes) -> Piece:
+        c = zlib_ng.compressobj(GZIP_LEVEL, zlib_ng.DEFLATED, -15)
+        return cls(c.compress(data) + c.flush(zlib_ng.Z_SYNC_FLUSH), zlib_ng.crc32(data), len(data))
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """One /metrics body: the gzip stream up to (not including) its end, and its CRC and size."""
+
+    generation: int
+    prefix: bytes  # gzip header + every piece
+    crc: int
+    size: int
+    series: int
+
+    def gzip(self, tail: bytes = b"") -> bytes:
+        """The complete gzip member, with ``tail`` (per-scrape text) appended."""
+        c = zlib_ng.compressobj(GZIP_LEVEL, zlib_ng.DEFLATED, -15)
+        end = c.compress(tail) + c.flush(zlib_ng.Z_FINISH) if tail else _FINAL_EMPTY_BLOCK
+        crc = zlib_ng.crc32(tail, self.crc) if tail else self.crc
+        trailer = struct.pack("<II", crc & 0xFFFFFFFF, (self.size + len(tail)) & 0xFFFFFFFF)
+        return b"".join((self.prefix, end, trailer))
+
+    def plain(self, tail: bytes = b"") -> bytes:
+        return zlib_ng.decompress(self.prefix[len(_GZIP_HEADER) :] + _FINAL_EMPTY_BLOCK, -15) + tail
+
+
+def assemble(generation: int, parts: list[Piece], series: int) -> Body:
+    crc, size = 0, 0
+    for p in parts:
+        crc = zlib_ng.crc32_combine(crc, p.crc, p.size)
+        size += p.size
+    return Body(generation, _GZIP_HEADER + b"".join(p.deflated for p in parts), crc, size, series)
+
+
+class Exposition:
+    """The current /metrics body, rebuilt from cached pieces when the state changes.
+
+    ``refresh`` rebuilds (the exporter's renderer thread calls it after each change, so
+    scrapes find a body ready); ``body`` returns the latest, building it only if none
+    exists yet. Snapshot pieces are cached until the next poll of their target replaces
+    them; only the engine's and sanlens' own small families are rendered every time.
     """
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, *, release_series: bool = False) -> None:
         self.state = state
-        self._cache: dict[str, tuple[Snapshot, dict[str, tuple[Metric, str]]]] = {}
-        self._lock = threading.Lock()
+        self.release_series = release_series
+        self._snap_cache: dict[str, tuple[int, dict[str, tuple[Metric, Piece, int]]]] = {}
+        self._headers: dict[tuple[str, str, str], Piece] = {}
+        self._lock = threading.Lock()  # one build at a time
+        self._body: Body | None = None
+        self._plain: tuple[int, bytes] | None = None
         self._self = CollectorRegistry(auto_describe=False)
         self._self.register(_SelfCollector(state))
+        self._process = CollectorRegistry(auto_describe=False)
+        ProcessCollector(registry=self._process)
+        self.renders = 0
+        self.last_render_seconds = 0.0
 
-    def _snapshot_text(self, name: str, snap: Snapshot) -> dict[str, tuple[Metric, str]]:
+    # ------------------------------------------------------------ building
+    def _snapshot_pieces(
+        self, name: str, stamp: int, metrics: tuple[Metric, ...]
+    ) -> dict[str, tuple[Metric, Piece, int]]:
+        hit = self._snap_cache.get(name)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        caches: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
+        pieces = {
+            m.name: (
+                Metric(m.name, m.type, m.help, m.label_names, ()),  # the family without its samples
+                Piece.of(render_samples(m, caches.setdefault(m.label_names, {})).encode()),
+                len(m.samples),
+            )
+            for m in metrics
+        }
+        self._snap_cache[name] = (stamp, pieces)
+        return pieces
+
+    def _header(self, m: Metric) -> Piece:
+        key = (m.name, m.type, m.help)
+        p = self._headers.get(key)
+        if p is None:
+            p = self._headers[key] = Piece.of(header(m).encode())
+        return p
+
+    def refresh(self) -> Body:
+        """Build the body for the state as it is now (a no-op when nothing changed)."""
         with self._lock:
-            hit = self._cache.get(name)
-            if hit is not None and hit[0] is snap:
-                return hit[1]
-        text = {m.name: (m, render_samples(m)) for m in snap.metrics}
-        with self._lock:
-            self._cache[name] = (snap, text)
-            for gone in set(self._cache) - set(self.state.view()[0]):
-                del self._cache[gone]
-        return text
+            generation = self.state.generation
+            if self._body is not None and self._body.generation == generation:
+                return self._body
+            t0 = time.perf_counter()
+            snaps, stamps = self.state.snapshots_with_stamps()
+            families: dict[str, tuple[Metric, list[Piece]]] = {}
+            series = 0
+            for name, snap in snaps.items():
+                for fam, (m, piece, n) in self._snapshot_pieces(name, stamps[name], snap.metrics).items():
+                    families.setdefault(fam, (m, []))[1].append(piece)
+                    series += n
+                if self.release_series and snap.metrics:
+                    self.state.release_metrics(name, stamps[name])
+            for gone in set(self._snap_cache) - set(snaps):
+                del self._snap_cache[gone]
+            engine = self.state.engine
+            if engine is not None:
+                caches: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
+                for m in engine.metrics():
+                    text = render_samples(m, caches.setdefault(m.label_names, {}))
+                    families.setdefault(m.name, (m, []))[1].append(Piece.of(text.encode()))
+                    series += len(m.samples)
+            parts: list[Piece] = []
+            for m, pieces in families.values():
+                parts.append(self._header(m))
+                parts.extend(pieces)
+            own = generate_latest(self._self)
+            parts.append(Piece.of(own))
+            series += sum(1 for line in own.splitlines() if line and not line.startswith(b"#"))
+            self._body = assemble(generation, parts, series)
+            self.renders += 1
+            self.last_render_seconds = time.perf_counter() - t0
+            return self._body
+
+    # ------------------------------------------------------------ serving
+    def body(self) -> Body:
+        """The latest body without waiting for a rebuild (only the very first is built here)."""
+        body = self._body
+        return body if body is not None else self.refresh()
+
+    def process_text(self) -> bytes:
+        """``process_*`` families, read at scrape time (CPU seconds and RSS move between polls)."""
+        return generate_latest(self._process)
+
+    def gzip(self) -> bytes:
+        return self.body().gzip(self.process_text())
+
+    def text(self) -> bytes:
+        """The body for the state as it is now, as plain text (offline use and tests)."""
+        self.refresh()
+        return self.render()
 
     def render(self) -> bytes:
-        snaps, _ = self.state.view()
-        families: dict[str, tuple[Metric, list[str]]] = {}
-        for name, snap in snaps.items():
-            for fam, (m, text) in self._snapshot_text(name, snap).items():
-                families.setdefault(fam, (m, []))[1].append(text)
-        if self.state.engine is not None:
-            for m in self.state.engine.metrics():
-                families.setdefault(m.name, (m, []))[1].append(render_samples(m))
-        out = [_header(m) + "".join(parts) for m, parts in families.values()]
-        return "".join(out).encode() + generate_latest(self._self)
+        """The latest body as plain text, for clients that do not accept gzip."""
+        body = self.body()
+        cached = self._plain
+        if cached is None or cached[0] != body.generation:
+            cached = self._plain = (body.generation, body.plain())
+        return cached[1] + self.process_text()

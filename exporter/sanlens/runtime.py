@@ -123,6 +123,7 @@ class Exporter:
                     if k not in kept:
                         sources[k] = self._source(t)
                 self.engine.set_config(cfg)
+                self.state.touch()
             except BaseException:
                 for source in sources.values():
                     _close(source)

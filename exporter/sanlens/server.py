@@ -1,19 +1,31 @@
 """HTTP endpoints: /metrics, /diagnoses, /-/healthy, /-/ready.
 
+One asyncio event loop serves every connection, so an idle keep-alive connection or a
+client that trickles its request costs a socket and a coroutine, never a thread; h11
+(the HTTP/1.1 state machine httpx and uvicorn build on) does the protocol: keep-alive,
+pipelining rules, header size limits. Work that can take a while (bcrypt, JSON, the
+plain-text body) runs in a small bounded thread pool. A /metrics response is the
+exposition's cached body, so a scrape copies bytes and never renders.
+
 With a web config (``sanlens.web_config``) every endpoint is served over TLS and/or behind
-basic auth, as the Prometheus exporter-toolkit does: the health endpoints too.
+basic auth, as the Prometheus exporter-toolkit does: the health endpoints too. The TLS
+settings are read per connection, so rotated certificates apply without a restart.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import json
 import logging
 import socket
 import ssl
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
+import h11
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from sanlens import __version__
@@ -27,9 +39,24 @@ INDEX = """<html><head><title>sanlens</title></head><body><h1>sanlens {version}<
 <ul><li><a href="/metrics">/metrics</a></li><li><a href="/diagnoses">/diagnoses</a></li>
 <li><a href="/-/healthy">/-/healthy</a></li><li><a href="/-/ready">/-/ready</a></li></ul></body></html>"""
 
-
-# A TLS handshake that takes longer than this is dropped, so idle sockets do not pile up.
 HANDSHAKE_TIMEOUT = 10.0
+"""A TLS handshake that takes longer than this is dropped, so half-open sockets do not pile up."""
+REQUEST_TIMEOUT = 10.0
+"""A request's line and headers must arrive within this, however slowly they trickle."""
+IDLE_TIMEOUT = 120.0
+"""A keep-alive connection idle this long is closed: longer than any sane scrape interval,
+so Prometheus reuses its connection (Go's client keeps idle ones for 90 s)."""
+WRITE_TIMEOUT = 30.0
+"""A client that does not read its response within this loses the connection."""
+MAX_CONNECTIONS = 1024
+"""Open connections beyond this are closed at once (each costs a file descriptor)."""
+BACKLOG = 1024
+"""Listen backlog: a burst of connections waits in the kernel instead of being refused."""
+WORKERS = 4
+"""Threads for the work done off the event loop; more would only contend for the GIL."""
+MAX_HEAD_BYTES = 16 * 1024
+_MAX_REQUEST_BODY = 64 * 1024
+
 # What Go's servers answer when plain HTTP reaches a TLS port: clearer than a reset.
 PLAIN_HTTP_ON_TLS = (
     b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
@@ -40,145 +67,367 @@ _TLS_HANDSHAKE_RECORD = b"\x16"
 
 def parse_listen(listen: str) -> tuple[str, int]:
     host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
     return (host or "0.0.0.0"), int(port)
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    """Threads per connection; with a TLS web config, each thread does its own handshake."""
-
-    daemon_threads = True
-    web: WebSecurity | None = None
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        active = self.web.current() if self.web is not None else None
-        if active is None or active.context is None:
-            super().finish_request(request, client_address)
-            return
-        conn = _handshake(request, active, client_address)
-        if conn is None:
-            return
-        try:
-            super().finish_request(conn, client_address)
-        finally:
-            self.shutdown_request(conn)
+def _bind(listen: str) -> socket.socket:
+    host, port = parse_listen(listen)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family, backlog=BACKLOG)
+    sock.setblocking(False)
+    return sock
 
 
-def _handshake(sock: socket.socket, active: ActiveWeb, peer: Any) -> ssl.SSLSocket | None:
-    """The TLS side of an accepted connection, or None when it was refused (and answered, for plain HTTP)."""
-    assert active.context is not None and active.config.tls is not None
-    try:
-        sock.settimeout(HANDSHAKE_TIMEOUT)
-        first = sock.recv(1, socket.MSG_PEEK)
-        if not first:
-            return None
-        if first != _TLS_HANDSHAKE_RECORD:
-            sock.sendall(PLAIN_HTTP_ON_TLS)
-            return None
-        conn = active.context.wrap_socket(sock, server_side=True)
-    except OSError as e:  # ssl.SSLError included: no client certificate, an old TLS version...
-        log.debug("TLS handshake with %s failed: %s", peer, e)
-        return None
-    if not active.config.tls.allows(conn.getpeercert()):
-        log.debug("client certificate of %s has none of client_allowed_sans", peer)
-        conn.close()
-        return None
-    conn.settimeout(None)
-    return conn
+class _Response:
+    __slots__ = ("body", "ctype", "headers", "status")
+
+    def __init__(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+        self.status, self.body, self.ctype, self.headers = status, body, ctype, headers or {}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server_version = f"sanlens/{__version__}"
-    state: State
-    exposition: Exposition
-    _extra_headers: dict[str, str] = {}
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s - %s", self.address_string(), format % args)
-
-    def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in {**self._extra_headers, **(headers or {})}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _admitted(self) -> bool:
-        """Applies the web config's headers, rate limit and basic auth; False once refused and answered."""
-        web = cast(_HTTPServer, self.server).web
-        if web is None:
-            return True
-        active = web.current()
-        self._extra_headers = dict(active.config.headers)
-        if active.limiter is not None and not active.limiter.allow():
-            self._send(429, b"Too Many Requests\n", "text/plain; charset=utf-8")
-            return False
-        if active.auth is not None and not active.auth.check(self.headers.get("Authorization")):
-            self._send(
-                401,
-                b"Unauthorized\n",
-                "text/plain; charset=utf-8",
-                {"WWW-Authenticate": 'Basic realm="sanlens", charset="UTF-8"'},
-            )
-            return False
-        return True
-
-    def do_HEAD(self) -> None:
-        self.do_GET()
-
-    def do_GET(self) -> None:
-        if not self._admitted():
-            return
-        path = self.path.split("?", 1)[0]
-        if path == "/metrics":
-            self._send(200, self.exposition.render(), CONTENT_TYPE_LATEST)
-        elif path == "/diagnoses":
-            engine = self.state.engine
-            findings = engine.findings() if engine is not None else []
-            self._send(200, json.dumps(findings, indent=1).encode(), "application/json")
-        elif path == "/-/healthy":
-            self._send(200, b"OK\n", "text/plain")
-        elif path == "/-/ready":
-            if self.state.ready():
-                self._send(200, b"ready\n", "text/plain")
-            else:
-                self._send(503, b"not ready: first poll pending\n", "text/plain")
-        elif path == "/":
-            self._send(200, INDEX.format(version=__version__).encode(), "text/html")
-        else:
-            self._send(404, b"not found\n", "text/plain")
+def _text(status: int, text: str, headers: dict[str, str] | None = None) -> _Response:
+    return _Response(status, text.encode(), "text/plain; charset=utf-8", headers)
 
 
 class ExporterServer:
-    """The exporter's HTTP server, run in a background thread; ``web`` adds TLS and basic auth."""
+    """The exporter's HTTP server: an event loop in one thread, a renderer in another.
+
+    ``web`` adds TLS and basic auth. The socket is bound here, so a taken port fails at
+    construction with an ``OSError``, before any poller starts.
+    """
 
     def __init__(self, state: State, listen: str, web: WebSecurity | None = None) -> None:
-        host, port = parse_listen(listen)
-        handler = type("Handler", (_Handler,), {"state": state, "exposition": Exposition(state)})
-        self.httpd = _HTTPServer((host, port), handler)
-        self.httpd.web = web
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True)
+        self.state = state
+        self.web = web
+        self.sock = _bind(listen)
+        self.exposition = Exposition(state, release_series=True)
+        self.pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="http-work")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread = threading.Thread(target=self._run, name="http", daemon=True)
+        self.renderer = threading.Thread(target=self._render_loop, name="render", daemon=True)
+        self._stop = threading.Event()
+        self._closed = threading.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.connections = 0
 
     @property
     def port(self) -> int:
-        return int(self.httpd.server_address[1])
+        return int(self.sock.getsockname()[1])
 
     @property
     def scheme(self) -> str:
-        web = self.httpd.web
-        return "https" if web is not None and web.tls else "http"
+        return "https" if self.web is not None and self.web.tls else "http"
 
     def secure(self, web: WebSecurity) -> None:
         """Serves every endpoint with the web config; only before ``start``, so no request is ever served without it."""
         if self.thread.is_alive():
             raise RuntimeError("the web config must be set before the server starts")
-        self.httpd.web = web
+        self.web = web
 
     def start(self) -> None:
+        self.exposition.refresh()  # a body exists before the first scrape can arrive
+        self.renderer.start()
         self.thread.start()
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._stop.set()
+        loop = self.loop
+        if loop is not None and self.thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._shutdown)
+            self._closed.wait(2.0)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------ rendering
+    def _render_loop(self) -> None:
+        """Rebuilds the body after every change, so scrapes find it ready and polls never wait."""
+        seen = -1
+        while not self._stop.is_set():
+            generation = self.state.wait_for_change(seen, 0.5)
+            if generation == seen:
+                continue
+            try:
+                self.exposition.refresh()
+                seen = generation
+            except Exception:  # the previous body keeps being served
+                log.exception("rendering /metrics failed")
+                self._stop.wait(1.0)
+
+    # ------------------------------------------------------------ the event loop
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        loop.set_exception_handler(_quiet_exceptions)
+        try:
+            loop.run_until_complete(self._accept())
+        finally:
+            for task in list(self._tasks):
+                task.cancel()
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(asyncio.gather(*self._tasks, return_exceptions=True))
+            loop.close()
+            self._closed.set()
+
+    def _shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._accepting is not None:
+            self._accepting.cancel()
+
+    _accepting: asyncio.Task[Any] | None = None
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._accepting = asyncio.current_task()
+        if self._stop.is_set():
+            return
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                try:
+                    conn, peer = await loop.sock_accept(self.sock)
+                except OSError as e:  # EMFILE and the like: back off, keep serving the open ones
+                    log.warning("accept failed: %s", e)
+                    await asyncio.sleep(0.1)
+                    continue
+                if len(self._tasks) >= MAX_CONNECTIONS:
+                    conn.close()
+                    continue
+                task = loop.create_task(self._connection(conn, peer))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _connection(self, conn: socket.socket, peer: Any) -> None:
+        conn.setblocking(False)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        active = self.web.current() if self.web is not None else None
+        writer: asyncio.StreamWriter | None = None
+        self.connections += 1
+        try:
+            streams = await self._open(conn, peer, active)
+            if streams is None:
+                return
+            reader, writer = streams
+            await self._serve(reader, writer, active)
+        except (OSError, EOFError, TimeoutError, ssl.SSLError, h11.ProtocolError) as e:
+            log.debug("connection from %s: %s", peer, e)
+        finally:
+            if writer is not None:
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(writer.wait_closed(), 1.0)
+            else:
+                conn.close()
+
+    async def _open(
+        self, conn: socket.socket, peer: Any, active: ActiveWeb | None
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """The connection's streams, after the TLS handshake when the web config asks for TLS."""
+        loop = asyncio.get_running_loop()
+        context = active.context if active is not None else None
+        if context is not None:
+            first = await asyncio.wait_for(_peek(loop, conn), HANDSHAKE_TIMEOUT)
+            if not first:
+                return None
+            if first != _TLS_HANDSHAKE_RECORD:
+                with contextlib.suppress(OSError, TimeoutError):
+                    await asyncio.wait_for(loop.sock_sendall(conn, PLAIN_HTTP_ON_TLS), WRITE_TIMEOUT)
+                    conn.shutdown(socket.SHUT_WR)
+                    # read what the client sent, so closing does not reset the answer away
+                    await asyncio.wait_for(_drain(loop, conn), 1.0)
+                return None
+        reader = asyncio.StreamReader(limit=MAX_HEAD_BYTES, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        try:
+            transport, _ = await loop.connect_accepted_socket(
+                lambda: protocol,
+                conn,
+                ssl=context,
+                ssl_handshake_timeout=HANDSHAKE_TIMEOUT if context else None,
+            )
+        except (OSError, ssl.SSLError) as e:  # no client certificate, an old TLS version...
+            log.debug("TLS handshake with %s failed: %s", peer, e)
+            return None
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        tls = active.config.tls if context is not None and active is not None else None
+        if tls is not None and not tls.allows(transport.get_extra_info("peercert")):
+            log.debug("client certificate of %s has none of client_allowed_sans", peer)
+            writer.close()
+            return None
+        return reader, writer
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, active: ActiveWeb | None
+    ) -> None:
+        """Requests on one connection, for as long as the client keeps it alive."""
+        h = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        loop = asyncio.get_running_loop()
+        while True:
+            # between requests the connection may idle; once a request starts, its head has a deadline
+            deadline = loop.time() + IDLE_TIMEOUT
+            started = False
+            request: h11.Request | None = None
+            body_bytes = 0
+            while True:
+                event = h.next_event()
+                if event is h11.NEED_DATA:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        if started:
+                            await self._send(
+                                writer, h, _text(408, "request timeout\n"), head_only=False, close=True
+                            )
+                        return
+                    data = await asyncio.wait_for(reader.read(65536), left)
+                    if data and not started:
+                        started, deadline = True, loop.time() + REQUEST_TIMEOUT
+                    h.receive_data(data)
+                    continue
+                if isinstance(event, h11.Request):
+                    request = event
+                    started = True
+                elif isinstance(event, h11.Data):
+                    body_bytes += len(event.data)
+                    if body_bytes > _MAX_REQUEST_BODY:
+                        await self._send(
+                            writer, h, _text(413, "request too large\n"), head_only=False, close=True
+                        )
+                        return
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                    return
+            assert request is not None
+            response = await self._respond(request, active)
+            await self._send(writer, h, response, head_only=request.method == b"HEAD", close=False)
+            if h.our_state is h11.MUST_CLOSE or h.their_state is h11.MUST_CLOSE:
+                return
+            h.start_next_cycle()
+
+    async def _send(
+        self, writer: asyncio.StreamWriter, h: h11.Connection, r: _Response, *, head_only: bool, close: bool
+    ) -> None:
+        headers = [
+            ("Server", f"sanlens/{__version__}"),
+            ("Content-Type", r.ctype),
+            ("Content-Length", str(len(r.body))),
+            *r.headers.items(),
+        ]
+        if close:
+            headers.append(("Connection", "close"))
+        try:
+            data = h.send(h11.Response(status_code=r.status, headers=headers)) or b""
+        except h11.LocalProtocolError:  # e.g. the request was unusable: answer plainly and close
+            data = f"HTTP/1.1 {r.status} \r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode()
+            writer.write(data)
+            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+            return
+        writer.write(data)
+        if not head_only:
+            writer.write(r.body)
+        h.send(h11.EndOfMessage())
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+
+    # ------------------------------------------------------------ the endpoints
+    async def _respond(self, request: h11.Request, active: ActiveWeb | None) -> _Response:
+        extra = dict(active.config.headers) if active is not None else {}
+        refused = await self._refused(request, active)
+        if refused is not None:
+            refused.headers = {**extra, **refused.headers}
+            return refused
+        if request.method not in (b"GET", b"HEAD"):
+            r = _text(405, "method not allowed\n", {"Allow": "GET, HEAD"})
+        else:
+            r = await self._route(request)
+        r.headers = {**extra, **r.headers}
+        return r
+
+    async def _refused(self, request: h11.Request, active: ActiveWeb | None) -> _Response | None:
+        """The web config's rate limit and basic auth: a response when refused, else None."""
+        if active is None:
+            return None
+        if active.limiter is not None and not active.limiter.allow():
+            return _text(429, "Too Many Requests\n")
+        if active.auth is not None:
+            authorization = _header(request, b"authorization")
+            ok = await self._work(active.auth.check, authorization)  # bcrypt: off the event loop
+            if not ok:
+                return _text(
+                    401, "Unauthorized\n", {"WWW-Authenticate": 'Basic realm="sanlens", charset="UTF-8"'}
+                )
+        return None
+
+    async def _route(self, request: h11.Request) -> _Response:
+        path = request.target.split(b"?", 1)[0]
+        if path == b"/metrics":
+            if "gzip" in (_header(request, b"accept-encoding") or ""):
+                body = await self._work(self.exposition.gzip)
+                headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
+                return _Response(200, body, CONTENT_TYPE_LATEST, headers)
+            return _Response(
+                200,
+                await self._work(self.exposition.render),
+                CONTENT_TYPE_LATEST,
+                {"Vary": "Accept-Encoding"},
+            )
+        if path == b"/diagnoses":
+            return _Response(200, await self._work(self._diagnoses), "application/json")
+        if path == b"/-/healthy":
+            return _Response(200, b"OK\n", "text/plain")
+        if path == b"/-/ready":
+            if self.state.ready():
+                return _Response(200, b"ready\n", "text/plain")
+            return _Response(503, b"not ready: first poll pending\n", "text/plain")
+        if path == b"/":
+            return _Response(200, INDEX.format(version=__version__).encode(), "text/html")
+        return _Response(404, b"not found\n", "text/plain")
+
+    def _diagnoses(self) -> bytes:
+        engine = self.state.engine
+        findings = engine.findings() if engine is not None else []
+        return json.dumps(findings, indent=1).encode()
+
+    async def _work(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+
+def _header(request: h11.Request, name: bytes) -> str | None:
+    for key, value in request.headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _peek(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> bytes:
+    """The connection's first byte, left in the socket for the TLS layer to read."""
+    while True:
+        try:
+            return conn.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(conn.fileno(), _resolve, ready)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(conn.fileno())
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def _drain(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
+    while await loop.sock_recv(conn, 4096):
+        pass
+
+
+def _quiet_exceptions(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Clients that vanish mid-handshake or mid-response are routine: a debug line, no traceback."""
+    exc = context.get("exception")
+    if isinstance(exc, OSError | ssl.SSLError | TimeoutError):
+        log.debug("connection: %s", exc)
+        return
+    loop.default_exception_handler(context)

@@ -7,6 +7,7 @@ immutable snapshots stored here, so it never touches ONTAP or a host.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import random
 import threading
@@ -91,6 +92,36 @@ class State:
         self.status: dict[str, TargetStatus] = {}
         self.engine: Engine | None = None
         self.started = time.time()
+        self.generation = 0  # bumped on every change a /metrics body shows
+        self.changed = threading.Condition(self._lock)
+        self._stamps: dict[str, int] = {}  # target -> generation its snapshot arrived in
+
+    def _bump(self) -> None:
+        """Under the lock: something the exposition shows changed."""
+        self.generation += 1
+        self.changed.notify_all()
+
+    def touch(self) -> None:
+        """Something outside the snapshots changed (the engine's config): render again."""
+        with self._lock:
+            self._bump()
+
+    def wait_for_change(self, seen: int, timeout: float) -> int:
+        """Block until the generation moves past ``seen`` (or the timeout); the current one."""
+        with self._lock:
+            self.changed.wait_for(lambda: self.generation != seen, timeout)
+            return self.generation
+
+    def snapshots_with_stamps(self) -> tuple[dict[str, Snapshot], dict[str, int]]:
+        with self._lock:
+            return dict(self.snapshots), dict(self._stamps)
+
+    def release_metrics(self, name: str, stamp: int) -> None:
+        """Drop a rendered snapshot's series objects (their text is cached): keeps the view only."""
+        with self._lock:
+            snap = self.snapshots.get(name)
+            if snap is not None and self._stamps.get(name) == stamp and snap.metrics:
+                self.snapshots[name] = dataclasses.replace(snap, metrics=())
 
     def register(self, name: str, kind: str, interval: float | None = None) -> None:
         """Declare a target (again, after a reload: its kind and interval may have changed)."""
@@ -99,23 +130,30 @@ class State:
             st.kind = kind
             if interval is not None:
                 st.interval = float(interval)
+            self._bump()
 
     def forget(self, name: str) -> None:
         """Drop a target that left the config, so its series and readiness go with it."""
         with self._lock:
             self.status.pop(name, None)
             self.snapshots.pop(name, None)
+            self._stamps.pop(name, None)
+            self._bump()
 
     def record_success(self, snap: Snapshot, duration: float) -> None:
         with self._lock:
             st = self.status.setdefault(snap.target, TargetStatus(snap.target, snap.kind))
             self.snapshots[snap.target] = snap
             st.up, st.polls, st.last_success, st.last_duration = True, st.polls + 1, snap.timestamp, duration
+            self._bump()
+            self._stamps[snap.target] = self.generation
         if self.engine is not None:
             try:
                 self.engine.update(snap)
             except Exception:  # a diagnosis bug must not stop polling
                 log.exception("diagnosis engine failed on %s", snap.target)
+            with self._lock:
+                self._bump()
 
     def record_failure(self, name: str, kind: str, reason: str, message: str, duration: float | None) -> None:
         """Count a failed poll; ``duration`` None (a poll skipped, not run) keeps the last one."""
@@ -126,6 +164,7 @@ class State:
                 st.last_duration = duration
             st.errors[reason] = st.errors.get(reason, 0) + 1
             st.last_error = message
+            self._bump()
 
     def view(self) -> tuple[dict[str, Snapshot], dict[str, TargetStatus]]:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import math
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -23,6 +24,9 @@ HEALTH = {
     "sanlens_polls_total",
     "sanlens_poll_interval_seconds",
 }
+
+
+PROCESS = {"process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds"}
 
 
 def _value(v: float) -> float | str:
@@ -57,10 +61,13 @@ def test_page_parses_back_to_the_simulator_snapshot() -> None:
         state.record_success(snap, 0.1)
         exp = Exposition(state)
         page = exp.render().decode()
-        assert exp.render().decode() == page  # cached path is stable
+        assert exp.body().plain().decode() in page  # the cached body, then the process_* tail
+        assert gzip.decompress(exp.gzip()).decode().startswith(exp.body().plain().decode())
     finally:
         sim.stop()
     samples = _parse(page)
+    assert {s[1] for s in samples if s[1].startswith("process_")} >= PROCESS
+    samples = {s for s in samples if not s[1].startswith("process_")}
     health = {s for s in samples if s[1] in HEALTH}
     want = _expected(snap.metrics)
     assert len(want) > 1000

@@ -247,7 +247,7 @@ def test_basic_auth_rejects_malformed_authorization_headers(serve: Serve, hashed
 def test_successful_checks_are_cached_and_failures_are_not(serve: Serve, pki: PKI, hashed: str) -> None:
     srv = serve(tls_config(pki, f"basic_auth_users:\n  prometheus: {hashed}\n"))
     ctx = client_context(pki)
-    auth = srv.httpd.web.current().auth
+    auth = srv.web.current().auth
     assert auth is not None
     before = auth.bcrypt_checks
     for _ in range(5):
