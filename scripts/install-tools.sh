@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the external tools the tests run for real, pinned, idempotently.
-# Debian packages: prometheus (promtool), prometheus-alertmanager (amtool).
+# Debian packages: prometheus (promtool), prometheus-alertmanager (amtool), chromium (the report's browser test).
 # Go tools (helm, helm-unittest, kubeconform) build into $TOOLS/bin from the Go module proxy.
 set -euo pipefail
 TOOLS=${1:-$(pwd)/.tools}
@@ -12,6 +12,7 @@ apt_install() {
   local missing=()
   command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   { command -v alertmanager || command -v prometheus-alertmanager; } >/dev/null 2>&1 && command -v amtool >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -159,6 +159,9 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
         def findings(self) -> list[dict]:
             return [{"id": "cpu_domain_serial_bottleneck", "subject": {"node": "sysstat-M"}, "state": 2}]
 
+        def subject_states(self, diagnosis: str) -> dict[str, int]:
+            return {"offline/sysstat-M": 2} if diagnosis == "cpu_domain_serial_bottleneck" else {}
+
     monkeypatch.setattr(diagnoses, "Engine", FakeEngine)
     out, _ = analyze_json(capsys, str(DATA / "sysstat-M.txt"), "--interval", "1")
     assert out["diagnoses"][0]["id"] == "cpu_domain_serial_bottleneck"
@@ -166,8 +169,10 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
     node = seen[1].view.nodes[0]
     assert node.domain_busy["kahuna"] == pytest.approx(0.90) and node.cpu_busy_ratio == pytest.approx(0.31)
     assert node.processors == 4
-    # 4 samples 1 s apart: the sustain windows shrink to fit half of the 3 s span
-    assert 0 < cfgs[0].sustain_scale < 0.01
+    # 4 samples 1 s apart: the CPU-domain windows shrink to half of the 3 s span (never below 1 s)
+    th = cfgs[0].thresholds["cpu_domain_serial_bottleneck"]
+    assert th["sustain_seconds"] == th["exit_seconds"] == pytest.approx((4 - 1) * 1 / 2)
+    assert out["inputs"][0]["status"]["evaluated"] == ["cpu_domain_serial_bottleneck"]
 
 
 # ------------------------------------------------------- real multi-node statistics captures

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sanlens.analyze import diagnoses, ontap_inputs
+from sanlens.analyze.offline_join import analysis_cluster
+from sanlens.analyze.progress import Progress
+from sanlens.analyze.status import input_status
 from sanlens.errors import SanlensError
 from sanlens.model import ontap_version_option
 
@@ -32,13 +35,20 @@ class Analysis:
     series: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     detail: object = None  # the reader's own result, for later stages (diagnoses, HTML)
+    errors: list[str] = field(default_factory=list)  # FILE:LINE: message; the input was not (fully) read
 
 
 @dataclass(frozen=True)
 class InputReader:
     kind: str
     detect: Callable[[Path, bytes], bool]
-    read: Callable[[Path], Analysis]
+    read: Callable[[Path, ReadOptions], Analysis]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    progress: Progress
+    step: float | None = None
 
 
 READERS: list[InputReader] = []
@@ -51,18 +61,24 @@ def register(reader: InputReader) -> None:
 
 # ------------------------------------------------------------------ PerfMon
 def _detect_perfmon(path: Path, head: bytes) -> bool:
-    if path.suffix.lower() == ".blg":
-        return True  # the reader explains how to convert it
+    if path.suffix.lower() == ".blg" or looks_binary(head):
+        return True  # the reader explains how to convert a binary log, whatever its name
     text = head.lstrip(b"\xef\xbb\xbf").lstrip(b'"').upper()
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = head[2:].replace(b"\x00", b"").lstrip(b'"').upper()
     return text.startswith((b"(PDH-CSV", b"(PDH-TSV"))
 
 
-def _read_perfmon(path: Path) -> Analysis:
+def looks_binary(head: bytes) -> bool:
+    """NUL bytes where a text log has none (UTF-16 logs start with a byte-order mark)."""
+    return not head.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" in head[:512]
+
+
+def _read_perfmon(path: Path, opts: ReadOptions) -> Analysis:
     from sanlens.analyze.perfmon_summary import summarize
 
-    s = summarize(path)
+    with opts.progress.reading(path.name, path.stat().st_size) as tick:
+        s = summarize(path, progress=tick, step=opts.step)
     return Analysis(s.input_json(), [c.as_json() for c in s.columns], list(s.warnings), s)
 
 
@@ -74,7 +90,8 @@ for _kind, _detect in ontap_inputs.DETECTORS:
 
 
 # ------------------------------------------------------------------ driver
-def analyze_file(path: Path) -> Analysis:
+def analyze_file(path: Path, opts: ReadOptions | None = None) -> Analysis:
+    opts = opts or ReadOptions(Progress(quiet=True))
     try:
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)
@@ -82,9 +99,19 @@ def analyze_file(path: Path) -> Analysis:
         raise SanlensError(f"{path}: cannot read: {e.strerror}") from None
     for reader in READERS:
         if reader.detect(path, head):
-            return reader.read(path)
+            return reader.read(path, opts)
     kinds = ", ".join(r.kind for r in READERS)
     raise SanlensError(f"{path}: unrecognised input (known kinds: {kinds})")
+
+
+def failed(path: str, error: str) -> Analysis:
+    """The entry of an input that could not be read: it stays in every report, with its error."""
+    return Analysis({"path": path, "kind": "unreadable", "samples": 0}, errors=[error])
+
+
+def with_status(results: list[Analysis], findings: diagnoses.Findings | None) -> None:
+    for r in results:
+        r.input["status"] = input_status(r, findings)
 
 
 def report_json(results: list[Analysis], findings: diagnoses.Findings | None = None) -> dict[str, Any]:
@@ -92,6 +119,7 @@ def report_json(results: list[Analysis], findings: diagnoses.Findings | None = N
         "inputs": [r.input for r in results],
         "series": [s for r in results for s in r.series],
         "diagnoses": findings.diagnoses if findings else [],
+        "evaluated": bool(findings and findings.evaluated_any),
     }
 
 
@@ -107,15 +135,30 @@ def render_text(results: list[Analysis], out: TextIO) -> None:
     for r in results:
         i = r.input
         out.write(f"{i['path']}  ({i['kind']})\n")
+        if i.get("objects") is not None:
+            what = f"objects: {', '.join(i['objects']) or '-'}   instances: {i.get('instances')}"
+        else:
+            what = f"hosts: {', '.join(i.get('hosts') or []) or '-'}   counters: {i.get('counters')}"
         out.write(
-            f"  hosts: {', '.join(i.get('hosts') or []) or '-'}   samples: {i.get('samples')}   "
-            f"counters: {i.get('counters')}   {i.get('start') or '-'} .. {i.get('end') or '-'}\n\n"
+            f"  {what}   samples: {i.get('samples')}   {i.get('start') or '-'} .. {i.get('end') or '-'}\n"
         )
-        rows = [("counter", "samples", "min", "max", "mean")]
+        _status_text(i.get("status") or {}, out)
+        out.write("\n")
+        if not r.series:
+            continue
+        perfmon = "p95" in r.series[0]
+        head = (
+            ("counter", "samples", "min", "max", "mean", "p95", "p99")
+            if perfmon
+            else ("counter", "samples", "min", "max", "mean")
+        )
+        rows = [head]
         for s in r.series:
-            name = s["path"]
-            rows.append((name, str(s["samples"]), _num(s["min"]), _num(s["max"]), _num(s["mean"])))
-        widths = [max(len(row[k]) for row in rows) for k in range(5)]
+            cells = [s["path"], str(s["samples"]), _num(s["min"]), _num(s["max"]), _num(s["mean"])]
+            if perfmon:
+                cells += [_num(s.get("p95")), _num(s.get("p99"))]
+            rows.append(tuple(cells))
+        widths = [max(len(row[k]) for row in rows) for k in range(len(head))]
         widths[0] = min(widths[0], 90)
         for n, row in enumerate(rows):
             name = row[0] if len(row[0]) <= widths[0] else "…" + row[0][-(widths[0] - 1) :]
@@ -124,6 +167,29 @@ def render_text(results: list[Analysis], out: TextIO) -> None:
             if n == 0:
                 out.write("  " + "  ".join("-" * w for w in widths) + "\n")
         out.write("\n")
+
+
+def _status_text(st: dict[str, Any], out: TextIO) -> None:
+    if not st:
+        return
+    out.write(f"  status: {st.get('state')}")
+    if st.get("reader"):
+        out.write(f"   reader: {st['reader']}")
+    if st.get("analysis_intervals"):
+        width = st.get("analysis_interval_seconds")
+        out.write(f"   judged over {st['analysis_intervals']} intervals")
+        out.write(f" of {width:g} s (averaged)" if width else " (one per row)")
+    out.write("\n")
+    for e in st.get("errors") or []:
+        out.write(f"  error: {e}\n")
+    if st.get("evaluated"):
+        out.write(f"  evaluated: {', '.join(st['evaluated'])}\n")
+    for did, why in (st.get("not_evaluated") or {}).items():
+        out.write(f"  not evaluated: {did}: {why}\n")
+    for w in st.get("skipped") or []:
+        out.write(f"  skipped: {w}\n")
+    if st.get("note"):
+        out.write(f"  note: {st['note']}\n")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -143,30 +209,67 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="seconds between ONTAP samples when the captures do not say",
     )
-    p.add_argument("--cluster", default="offline", help="cluster name for ONTAP findings (default offline)")
+    p.add_argument(
+        "--cluster",
+        default=None,
+        help="cluster name for ONTAP findings (default: the config's only cluster, else offline)",
+    )
     p.add_argument(
         "--ontap-version", default=None, help="ONTAP version for version-dependent ceilings, e.g. 9.8"
     )
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="the sanlens serve config: hosts[].disks LUN mappings, data classes, queue depth, paths, thresholds",
+    )
+    p.add_argument(
+        "--step",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="shortest interval the diagnoses judge PerfMon data over (default: one row, or what keeps "
+        "a log within 2048 intervals)",
+    )
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bars on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
-    results: list[Analysis] = []
-    failed = 0
-    for name in args.files:
-        try:
-            results.append(analyze_file(Path(name)))
-        except SanlensError as e:
-            failed += 1
-            print(f"error: {e}", file=sys.stderr)
     if args.interval is not None and not args.interval > 0:
         print("error: --interval: must be positive", file=sys.stderr)
         return 2
+    if args.step is not None and not args.step > 0:
+        print("error: --step: must be positive", file=sys.stderr)
+        return 2
+    config = None
+    if args.config:
+        from sanlens.config import check_config
+
+        try:
+            config = check_config(args.config, files=False)
+        except SanlensError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    progress = Progress(args.quiet)
+    opts = ReadOptions(progress, args.step)
+    results: list[Analysis] = []
+    failures = 0
+    for name in args.files:
+        try:
+            results.append(analyze_file(Path(name), opts))
+        except SanlensError as e:
+            failures += 1
+            results.append(failed(name, str(e)))
+            print(f"error: {e}", file=sys.stderr)
     try:
         version = ontap_version_option(args.ontap_version) if args.ontap_version else None
-        findings = diagnoses.finish(results, args.interval, args.cluster, version)
+        cluster = analysis_cluster(config, args.cluster)
+        with progress.diagnosing(diagnoses.expected_updates(results)) as tick:
+            findings = diagnoses.finish(results, args.interval, cluster, version, config, tick)
     except SanlensError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    with_status(results, findings)
     for r in results:
         path = str(r.input.get("path"))
         for w in r.warnings:
@@ -188,4 +291,4 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if out is not sys.stdout:
             out.close()
-    return 2 if failed else 0
+    return 2 if failures else 0

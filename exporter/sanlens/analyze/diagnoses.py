@@ -1,25 +1,34 @@
 """The diagnoses of `sanlens analyze`: every input's views, in time order, through the diagnose engine.
 
-ONTAP captures become ``OntapView``s (:mod:`sanlens.analyze.ontap_series`),
-PerfMon logs ``HostView``s; both streams merge by time into one engine run.
+ONTAP captures become ``OntapView``s (:mod:`sanlens.analyze.ontap_series`);
+PerfMon logs ``HostView``s from the analysis intervals their single read pass
+folded (:mod:`sanlens.analyze.host_intervals`), each disk mapped to its LUN as
+``serve`` would map it. Both streams merge by time into one engine run whose
+windows come from the real time each diagnosis has data for
+(:mod:`sanlens.analyze.windows`); the recorder keeps every finding of the run.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from sanlens.analyze.episodes import Recorder
+from sanlens.analyze.host_intervals import DiskColumn
+from sanlens.analyze.offline_join import host_mapper
 from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.analyze.ontap_series import OntapCooker, SeriesStats
-from sanlens.config import DiagnoseConfig
+from sanlens.analyze.perfmon_summary import LogSummary
+from sanlens.analyze.windows import HOST, Source, offline_windows
+from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose.engine import Engine
-from sanlens.diagnose.registry import REGISTRY
-from sanlens.hosts.perfmon import PerfmonLog, to_float
-from sanlens.hosts.perfmon_source import disk_columns
-from sanlens.model import HostDiskStats, HostView, OntapVersion, Snapshot
+from sanlens.hosts.mapping import DiskMapping
+from sanlens.model import OntapVersion, Snapshot
+
+Tick = Callable[[int], None]
 
 
 @dataclass
@@ -27,108 +36,153 @@ class Findings:
     diagnoses: list[dict[str, Any]]
     warnings: list[str]
     series: list[SeriesStats] = field(default_factory=list)  # cooked ONTAP series, with chart points
+    judged: dict[str, set[str]] = field(default_factory=dict)  # diagnosis -> subjects it judged
+    windows: dict[str, tuple[float, float]] = field(default_factory=dict)
+    cluster: str = "offline"
+    host_points: dict[DiskColumn, list[tuple[float, float]]] = field(default_factory=dict)
+    mappings: dict[tuple[str, str], DiskMapping] = field(default_factory=dict)  # (host, disk)
+    updates: int = 0
 
-
-# --------------------------------------------------------------- PerfMon views
-def host_snapshots(path: Path) -> Iterator[Snapshot]:
-    """HostViews from one PerfMon log, one per row (PerfMon has cooked the rates already)."""
-    with PerfmonLog(path) as log:
-        cols, _unknown = disk_columns(log.header)
-        hosts = {i: (log.header.columns[i].host or path.stem) for i in cols}
-        last: float | None = None
-        for _line, ts, cells in log.rows():
-            per: dict[tuple[str, str], dict[str, Any]] = {}
-            for i, (disk, drives, name) in cols.items():
-                try:
-                    value = to_float(cells[i])
-                except (ValueError, IndexError):
-                    continue
-                if value is None:
-                    continue
-                d = per.setdefault((hosts[i], disk), {"drives": drives})
-                d[name] = value
-            by_host: dict[str, list[HostDiskStats]] = {}
-            for (host, disk), vals in sorted(per.items()):
-                drives = vals.pop("drives")
-                if "idle_ratio" in vals:
-                    vals["idle_ratio"] = min(max(vals["idle_ratio"] / 100.0, 0.0), 1.0)
-                by_host.setdefault(host, []).append(
-                    HostDiskStats(host=host, disk=disk, drives=drives, **vals)
-                )
-            dt = ts - last if last is not None and ts > last else None
-            last = ts
-            for host, disks in by_host.items():
-                yield Snapshot(host, "host", ts, view=HostView(host, ts, dt, tuple(disks)))
-
-
-# -------------------------------------------------------------------- engine
-def run_engine(
-    snapshots: Iterable[Snapshot], span_s: float, thresholds: dict[str, dict[str, float]] | None = None
-) -> Findings:
-    """Feed every snapshot, in time order, to the diagnose engine; return its findings.
-
-    Offline, the capture is all the evidence there is: sustain windows are
-    scaled so that the longest fits in half the capture (never lengthened).
-    """
-    warnings: list[str] = []
-    longest = max(spec.sustain_s for spec in REGISTRY.values())
-    scale = min(1.0, max(span_s, 0.0) / (2.0 * longest)) if longest else 1.0
-    cfg = DiagnoseConfig(sustain_scale=scale, thresholds=dict(thresholds or {}))
-    engine = Engine(cfg)
-    for snap in snapshots:
-        engine.update(snap)
-    found = [dict(f) for f in engine.findings()]
-    if scale < 1.0:
-        warnings.append(f"sustain windows scaled by {scale:.3g} to fit the {span_s:.0f} s of data")
-    return Findings(found, warnings)
+    @property
+    def evaluated_any(self) -> bool:
+        return any(self.judged.values())
 
 
 def merged(*streams: Iterable[Snapshot]) -> Iterator[Snapshot]:
     return heapq.merge(*streams, key=lambda s: s.timestamp)
 
 
+# ------------------------------------------------------------------ time
+def _anchors(ontap: list[OntapInput], interval: float | None) -> dict[str, float]:
+    """Captures without time are placed so that their last sample is the file's modification time."""
+    out: dict[str, float] = {}
+    for kind in {i.kind for i in ontap if i.start is None and i.kind != "ontap-counter-schema"}:
+        group = [i for i in ontap if i.kind == kind and i.start is None]
+        newest = max(os.path.getmtime(i.path) for i in group)
+        out[kind] = newest - (sum(i.samples for i in group) - 1) * (interval or 60.0)
+    return out
+
+
+def sources(
+    perfmon: list[LogSummary], ontap: list[OntapInput], interval: float | None, anchors: dict[str, float]
+) -> list[Source]:
+    """Every timeline in the inputs: each PerfMon log, and each ONTAP counter table."""
+    out: list[Source] = []
+    for s in perfmon:
+        iv = s.intervals
+        if iv is None or not iv.steps or s.start is None or s.end is None:
+            continue
+        step = (s.end - s.start) / (iv.steps - 1) if iv.steps > 1 else None
+        out.append(Source(HOST, s.start, s.end, step))
+    tables: dict[str, list[OntapInput]] = {}
+    for i in ontap:
+        if i.kind == "ontap-counter-schema":
+            continue
+        for obj in i.objects:
+            tables.setdefault(obj, []).append(i)
+    for obj, group in tables.items():
+        n = sum(i.samples for i in group)
+        if all(i.start is not None and i.end is not None for i in group):
+            start = min(float(i.start) for i in group if i.start is not None)
+            end = max(float(i.end) for i in group if i.end is not None)
+        else:
+            start = anchors.get(group[0].kind, 0.0)
+            end = start + (n - 1) * (interval or 60.0)
+        step = (end - start) / (n - 1) if n > 1 and end > start else interval
+        out.append(Source(obj, start, end, step))
+    return out
+
+
 # -------------------------------------------------------------------- driver
+def engine_config(config: Config | None, windows: dict[str, tuple[float, float]]) -> DiagnoseConfig:
+    """The config's diagnose section (thresholds, capacity), with the offline windows where it sets none."""
+    base = config.diagnose if config is not None else DiagnoseConfig()
+    thresholds: dict[str, dict[str, float]] = {k: dict(v) for k, v in (base.thresholds or {}).items()}
+    for did, (sustain, exit_) in windows.items():
+        th = thresholds.setdefault(did, {})
+        th.setdefault("sustain_seconds", sustain)
+        th.setdefault("exit_seconds", exit_)
+    return DiagnoseConfig(
+        sustain_scale=1.0,
+        history=base.history,
+        thresholds=thresholds,
+        backend_iops_capacity=base.backend_iops_capacity,
+    )
+
+
 def finish(
-    results: list[Any], interval: float | None, cluster: str, version: OntapVersion | None
+    results: list[Any],
+    interval: float | None,
+    cluster: str,
+    version: OntapVersion | None,
+    config: Config | None = None,
+    tick: Tick | None = None,
 ) -> Findings:
-    """Cook the ONTAP inputs into series (attached to their first input) and diagnose every input."""
-    ontap = [r for r in results if isinstance(r.detail, OntapInput)]
-    perfmon = [r for r in results if r.input.get("kind", "").startswith("perfmon") and r.detail is not None]
-    cooker = OntapCooker([r.detail for r in ontap], interval, cluster, version)
+    """Cook the ONTAP inputs into series (attached to their inputs) and diagnose every input."""
+    ontap_results = [r for r in results if isinstance(r.detail, OntapInput)]
+    ontap: list[OntapInput] = [r.detail for r in ontap_results]
+    logs: list[LogSummary] = [r.detail for r in results if isinstance(r.detail, LogSummary)]
+    anchors = _anchors(ontap, interval)
+    windows = offline_windows(sources(logs, ontap, interval, anchors))
+    cooker = OntapCooker(ontap, interval, cluster, version, anchors)
+    mapper = host_mapper(config, cluster)
     streams: list[Iterable[Snapshot]] = [cooker.snapshots()]
-    streams += [host_snapshots(Path(r.input["path"])) for r in perfmon]
-    starts: list[float] = []
-    ends: list[float] = []
-    for r in ontap:
-        d: OntapInput = r.detail
-        if d.start is not None and d.end is not None:
-            starts.append(d.start)
-            ends.append(d.end)
-        elif interval and d.samples:
-            starts.append(0.0)
-            ends.append((d.samples - 1) * interval)
-    for r in perfmon:
-        s, e = getattr(r.detail, "start", None), getattr(r.detail, "end", None)
-        if s is not None and e is not None:
-            starts.append(s)
-            ends.append(e)
-    span = (max(ends) - min(starts)) if starts else 0.0
-    findings = run_engine(merged(*streams), span)
-    if ontap:
-        by_path = {str(r.detail.path): r for r in ontap}
-        for st in cooker.series.values():  # each series under the input it was first cooked from
-            by_path.get(st.inputs[0], ontap[0]).series.append(st.as_json())
-        ontap[0].warnings.extend(cooker.warnings)
-    findings.series = list(cooker.series.values())
-    return findings
+    streams += [s.intervals.snapshots(mapper) for s in logs if s.intervals]
+    engine = Engine(engine_config(config, windows))
+    rec = Recorder()
+    for snap in merged(*streams):
+        engine.update(snap)
+        rec.observe(engine, snap.timestamp)
+        if tick is not None:
+            tick(1)
+    found = rec.finish(engine)
+    warnings: list[str] = []
+    by_path = {str(r.detail.path): r for r in ontap_results}
+    for st in cooker.series.values():  # each series under the input it was first cooked from
+        if ontap_results:
+            by_path.get(st.inputs[0], ontap_results[0]).series.append(st.as_json())
+    if ontap_results:
+        ontap_results[0].warnings.extend(cooker.warnings)
+    out = Findings(found, warnings, list(cooker.series.values()), rec.judged, windows, cluster)
+    out.updates = rec.updates
+    for s in logs:
+        if s.intervals:
+            out.host_points.update(s.intervals.chart_points())
+            for host, disk, drives, _f in s.intervals.columns:
+                out.mappings[(host, disk)] = mapper(host, disk, drives)
+    return out
+
+
+def expected_updates(results: list[Any]) -> int:
+    """Engine updates a run will make (for progress): host intervals per host, plus ONTAP samples."""
+    n = 0
+    for r in results:
+        d = r.detail
+        if isinstance(d, LogSummary) and d.intervals:
+            n += d.intervals.steps * max(len({c[0] for c in d.intervals.columns}), 1)
+        elif isinstance(d, OntapInput):
+            n += d.samples
+    return n
+
+
+def _who(d: dict[str, Any]) -> str:
+    subj = d.get("subject") or {}
+    return "/".join(str(v) for v in subj.values() if v) if isinstance(subj, dict) else str(subj)
 
 
 def render_findings_text(f: Findings, out: Any) -> None:
+    if not f.diagnoses and not f.evaluated_any:
+        out.write("Diagnoses: nothing could be evaluated (see each input's status above).\n\n")
+        return
     out.write(f"Diagnoses ({len(f.diagnoses)}):\n")
+    if not f.diagnoses:
+        out.write("  none fired on the subjects that could be judged.\n")
     for d in f.diagnoses:
-        subj = d.get("subject") or {}
-        who = "/".join(str(v) for v in subj.values() if v) if isinstance(subj, dict) else str(subj)
-        out.write(f"  [{d.get('severity', d.get('state'))}] {d.get('id')}  {who}  score {d.get('score')}\n")
+        out.write(
+            f"  [{d.get('severity', d.get('state'))}] {d.get('id')}  {_who(d)}  score {d.get('score')}\n"
+        )
+        out.write(f"      from {d.get('since') or '-'} to {d.get('until') or '-'}")
+        out.write(" (still active at the end)\n" if d.get("active_at_end") else "\n")
         ev = d.get("evidence") or {}
         if ev:
             out.write(

@@ -132,7 +132,7 @@ DETECTORS = (
 def reader(kind: str) -> Any:
     """The ``read`` of an InputReader for one ONTAP kind: scan now, cook in ``finish``."""
 
-    def read(path: Path) -> Any:
+    def read(path: Path, _options: object = None) -> Any:
         from sanlens.analyze.cli import Analysis
 
         inp = scan(path, kind)

@@ -91,7 +91,10 @@ class OntapCooker:
         interval: float | None,
         cluster: str,
         version: OntapVersion | None,
+        anchors: dict[str, float] | None = None,
     ) -> None:
+        """``anchors``: per input kind, the time of the first sample of captures that carry no time."""
+        self.anchors = anchors or {}
         self.inputs = [i for i in inputs if i.kind != "ontap-counter-schema"]
         self.schemas: dict[str, dict[str, CounterSpec]] = {}
         for i in inputs:
@@ -106,9 +109,12 @@ class OntapCooker:
         self.no_rate = False
 
     def _ordered(self) -> list[OntapInput]:
-        # by capture time where every file has one; else as given on the command line
-        if all(i.start is not None for i in self.inputs):
-            return sorted(self.inputs, key=lambda i: (i.start, i.order))
+        # by capture time (untimed captures at their anchor); else as given on the command line
+        def start(i: OntapInput) -> float | None:
+            return i.start if i.start is not None else self.anchors.get(i.kind)
+
+        if all(start(i) is not None for i in self.inputs):
+            return sorted(self.inputs, key=lambda i: (start(i), i.order))
         return sorted(self.inputs, key=lambda i: i.order)
 
     def snapshots(self) -> Iterator[Snapshot]:
@@ -126,7 +132,7 @@ class OntapCooker:
                     # the sample's own time, or its position times --interval
                     t = sample.timestamp
                     if t is None and self.interval:
-                        t = idx * self.interval
+                        t = self.anchors.get(inp.kind, 0.0) + idx * self.interval
                     p = prev.get(key)
                     if row.table == "sysstat":  # already per interval
                         values = cook_row(row, row, None, self.schemas)
@@ -148,7 +154,11 @@ class OntapCooker:
                                 self.skipped[reason] = self.skipped.get(reason, 0) + 1
                         cooked.append((row, values))
                     prev[key] = (row, t, idx)
-                    t_view = t if t is not None else float(idx * (self.interval or 60.0))
+                    t_view = (
+                        t
+                        if t is not None
+                        else self.anchors.get(inp.kind, 0.0) + idx * (self.interval or 60.0)
+                    )
                 for k in {(inp.kind, r.table) for r in sample.rows}:
                     table_index[k] = table_index.get(k, 0) + 1
                 if self.version is None:

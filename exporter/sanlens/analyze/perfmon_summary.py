@@ -1,23 +1,36 @@
-"""Per-counter min/max/mean of a PerfMon log, in one streaming pass.
+"""One streaming pass over a PerfMon log: per-counter statistics, percentiles and the disk intervals.
 
-Speed matters (1 GB logs): rows without blanks are converted with ``map(float)``
-and gathered in small batches, then each column's min/max/sum is taken by the C
-builtins over the transposed batch, so no Python-level loop touches each cell.
-Rows with blank cells (typeperf's first row, gaps) take a slower per-cell path.
-With the optional pyarrow extra, clean UTF-8 logs go through Arrow's C++ reader first
-(``perfmon_arrow``); anything it will not vouch for comes back here.
+Speed matters (1 GB logs): rows arrive in numeric batches (``perfmon_batches``,
+from the Python or the Arrow reader, chosen by the file's shape) and every
+statistic is folded per batch by numpy. The same pass folds the PhysicalDisk
+columns into analysis intervals (``host_intervals``) for the diagnose engine, so
+a log is read once, whatever its size.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from sanlens.analyze.host_intervals import HostIntervals
+from sanlens.analyze.perfmon_batches import (
+    Batch,
+    choose_engine,
+    estimated_rows,
+    last_timestamp,
+    python_batches,
+)
+from sanlens.analyze.quantiles import ColumnQuantiles
 from sanlens.hosts.perfmon import CounterPath, PerfmonLog, PerfmonParseError
+from sanlens.hosts.perfmon_source import disk_columns
 from sanlens.model import iso_utc
 
-_BATCH = 256
+Progress = Callable[[int], None]  # bytes read so far
 
 
 @dataclass
@@ -27,6 +40,8 @@ class ColumnStats:
     min: float = float("inf")
     max: float = float("-inf")
     total: float = 0.0
+    p95: float | None = None
+    p99: float | None = None
 
     @property
     def mean(self) -> float | None:
@@ -44,6 +59,8 @@ class ColumnStats:
             "min": self.min if self.samples else None,
             "max": self.max if self.samples else None,
             "mean": self.mean,
+            "p95": self.p95,
+            "p99": self.p99,
         }
 
 
@@ -57,6 +74,8 @@ class LogSummary:
     end: float | None = None
     warnings: list[str] = field(default_factory=list)
     engine: str = "python"  # or "arrow": which reader produced the statistics
+    intervals: HostIntervals | None = None  # PhysicalDisk columns, for the engine and the charts
+    unknown_disk_counters: list[str] = field(default_factory=list)
 
     @property
     def hosts(self) -> list[str]:
@@ -78,80 +97,95 @@ class LogSummary:
         }
 
 
-def summarize(path: str | Path, engine: str = "auto") -> LogSummary:
+class _Fold:
+    """Column statistics of the batches seen so far."""
+
+    def __init__(self, ncols: int, intervals: HostIntervals) -> None:
+        self.n = np.zeros(ncols, dtype=np.int64)
+        self.lo = np.full(ncols, np.inf)
+        self.hi = np.full(ncols, -np.inf)
+        self.total = np.zeros(ncols)
+        self.q = ColumnQuantiles(ncols)
+        self.intervals = intervals
+        self.rows = 0
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def add(self, b: Batch) -> None:
+        v = b.values
+        ok = np.isfinite(v)
+        self.n += ok.sum(axis=0)
+        self.lo = np.fmin(self.lo, np.where(ok, v, np.inf).min(axis=0))
+        self.hi = np.fmax(self.hi, np.where(ok, v, -np.inf).max(axis=0))
+        self.total += np.where(ok, v, 0.0).sum(axis=0)
+        self.q.add(v)
+        self.intervals.add(b.times, v)
+        if self.first is None:
+            self.first = float(b.times[0])
+        self.last = float(b.times[-1])
+        self.rows += len(b.times)
+
+    def fill(self, summary: LogSummary) -> None:
+        for i, st in enumerate(summary.columns):
+            st.samples = int(self.n[i])
+            st.total = float(self.total[i])
+            if st.samples:
+                st.min, st.max = float(self.lo[i]), float(self.hi[i])
+                p95, p99 = self.q.quantile(i, 0.95), self.q.quantile(i, 0.99)
+                # a bucket's representative may sit just outside the data: clamp to the range seen
+                st.p95 = None if p95 is None else min(max(p95, st.min), st.max)
+                st.p99 = None if p99 is None else min(max(p99, st.min), st.max)
+        summary.samples, summary.start, summary.end = self.rows, self.first, self.last
+        summary.intervals = self.intervals
+
+
+def summarize(
+    path: str | Path, engine: str = "auto", progress: Progress | None = None, step: float | None = None
+) -> LogSummary:
     """Stream one log; raise PerfmonParseError (with line and column) on malformed input.
 
-    ``engine``: "auto" tries pyarrow first when it is installed, "python" never does.
+    ``engine``: "auto" picks the reader by the file's shape, "arrow" prefers Arrow
+    whenever it is installed, "python" never uses it. ``step``: the shortest
+    analysis interval in seconds (default: one row, or whatever keeps the log
+    within ``host_intervals.MAX_STEPS`` intervals).
     """
+    from sanlens.analyze.perfmon_arrow import NotClean, arrow_batches
+
     with PerfmonLog(path) as log:
-        cols = [ColumnStats(c) for c in log.header.columns]
-        summary = LogSummary(str(path), log.header.kind, cols)
-        if log.header.unparsed:
+        header = log.header
+        cols, unknown = disk_columns(header)
+        hosts = {i: (header.columns[i].host or Path(path).stem) for i in cols}
+        disk_cols = {i: (hosts[i], *cols[i]) for i in cols}
+        summary = LogSummary(str(path), header.kind, [ColumnStats(c) for c in header.columns])
+        summary.unknown_disk_counters = unknown
+        if header.unparsed:
             summary.warnings.append(
-                f"{len(log.header.unparsed)} header cell(s) are not counter paths, e.g. {log.header.unparsed[0]!r}"
+                f"{len(header.unparsed)} header cell(s) are not counter paths, e.g. {header.unparsed[0]!r}"
             )
-        if engine == "auto":
-            # Imported here: pyarrow costs ~80 MB and a third of a second, which ONTAP-only
-            # analyses should not pay.
-            from sanlens.analyze.perfmon_arrow import summarize_arrow
-
-            if summarize_arrow(log, summary):
-                summary.engine = "arrow"
-                return summary
-        batch: list[list[float]] = []
-        n = 0
-        first = last = None
-        for line, ts, cells in log.rows():
-            if first is None:
-                first = ts
-            last = ts
-            n += 1
+        end = last_timestamp(log)
+        chosen = choose_engine(log, engine)
+        fold: _Fold | None = None
+        if chosen == "arrow":
+            fold = _Fold(len(header.columns), HostIntervals(disk_cols, end, step))
+            per_row = os.path.getsize(log.path) / max(estimated_rows(log.path, len(header.columns)), 1)
             try:
-                row = list(map(float, cells))
-            except ValueError:
-                row = []
-            if not row or sum(row) * 0.0 != 0.0:  # a blank, text, NaN or infinity: cell by cell
-                _slow_row(cols, cells, log, line)
-                continue
-            batch.append(row)
-            if len(batch) >= _BATCH:
-                _fold(cols, batch)
-                batch = []
-        if batch:
-            _fold(cols, batch)
-        summary.samples, summary.start, summary.end = n, first, last
+                for b in arrow_batches(log):
+                    fold.add(b)
+                    if progress is not None:
+                        progress(int(fold.rows * per_row))
+            except NotClean:
+                fold = None
+        if fold is None:
+            chosen = "python"
+            fold = _Fold(len(header.columns), HostIntervals(disk_cols, end, step))
+            position = [0]
+            for b in python_batches(log, position):
+                fold.add(b)
+                if progress is not None:
+                    progress(position[0])
+        summary.engine = chosen
+        fold.fill(summary)
     return summary
-
-
-def _fold(cols: list[ColumnStats], batch: list[list[float]]) -> None:
-    n = len(batch)
-    for st, values in zip(cols, zip(*batch, strict=True), strict=True):
-        lo, hi = min(values), max(values)
-        if lo < st.min:
-            st.min = lo
-        if hi > st.max:
-            st.max = hi
-        st.total += sum(values)
-        st.samples += n
-
-
-def _slow_row(cols: list[ColumnStats], cells: list[str], log: PerfmonLog, line: int) -> None:
-    for i, (st, cell) in enumerate(zip(cols, cells, strict=True), start=2):
-        s = cell.strip()
-        if not s:
-            continue
-        try:
-            v = float(s)
-        except ValueError:
-            raise PerfmonParseError(f"not a number: {cell[:40]!r}", log.path, line, i) from None
-        if v * 0.0 != 0.0:  # NaN or infinity is not a sample
-            continue
-        st.samples += 1
-        st.total += v
-        if v < st.min:
-            st.min = v
-        if v > st.max:
-            st.max = v
 
 
 __all__ = ["ColumnStats", "LogSummary", "PerfmonParseError", "summarize"]

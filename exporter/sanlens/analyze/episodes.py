@@ -1,0 +1,71 @@
+"""What the engine found over the whole capture, not only at its last interval.
+
+Live, ``/diagnoses`` shows what is wrong now. A capture is history: a disk that was
+critical for an hour in the middle of the log matters even if it recovered. After
+every update the recorder folds the engine's current findings into one record per
+(diagnosis, subject) - first ``since``, last time seen active, worst severity with
+its evidence - and notes every subject each diagnosis judged (ok ones included), so
+the report can tell "judged, healthy" from "could not be judged".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sanlens.diagnose.engine import Engine
+from sanlens.diagnose.registry import IDS
+from sanlens.model import iso_utc
+
+
+@dataclass
+class Episode:
+    finding: dict[str, Any]  # the engine's finding at its worst
+    since: str | None
+    until: float
+    active_at_end: bool = False
+
+
+@dataclass
+class Recorder:
+    episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
+    judged: dict[str, set[str]] = field(default_factory=lambda: {d: set() for d in IDS})
+    updates: int = 0
+
+    def observe(self, engine: Engine, now: float) -> None:
+        self.updates += 1
+        for did, subjects in self.judged.items():
+            subjects.update(engine.subject_states(did))
+        for f in engine.findings():
+            key = (str(f["id"]), _subject_key(f))
+            ep = self.episodes.get(key)
+            if ep is None:
+                self.episodes[key] = Episode(f, f.get("since"), now)
+                continue
+            if int(f.get("state", 0)) > int(ep.finding.get("state", 0)) or (
+                f.get("state") == ep.finding.get("state") and f.get("score", 0) > ep.finding.get("score", 0)
+            ):
+                ep.finding = f
+            ep.until = max(ep.until, now)
+            if ep.since is None:
+                ep.since = f.get("since")
+
+    def finish(self, engine: Engine) -> list[dict[str, Any]]:
+        """Every finding of the run, worst first, each with ``since``, ``until`` and ``active_at_end``."""
+        active = {(str(f["id"]), _subject_key(f)) for f in engine.findings()}
+        out = []
+        for key, ep in self.episodes.items():
+            f = dict(ep.finding)
+            f["since"] = ep.since
+            f["until"] = iso_utc(ep.until)
+            f["active_at_end"] = key in active
+            out.append(f)
+        out.sort(
+            key=lambda f: (-int(f.get("state", 0)), -float(f.get("score", 0)), f["id"], str(f["subject"]))
+        )
+        return out
+
+
+def _subject_key(f: dict[str, Any]) -> str:
+    subj = f.get("subject") or {}
+    return "/".join(f"{k}={v}" for k, v in sorted(subj.items())) if isinstance(subj, dict) else str(subj)

@@ -1,0 +1,50 @@
+"""Host disk -> ONTAP LUN mapping for offline runs, from the same config ``sanlens serve`` reads.
+
+Live, host sources resolve each disk through ``hosts.mapping.resolve`` (a static
+``hosts[].disks`` entry, else the LUN serial). Offline the same function runs on
+the same config, so a joined diagnosis (host latency against the LUN's latency)
+fires exactly as it would live. A static entry without a ``cluster`` belongs to
+the cluster the ONTAP captures are analysed as.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sanlens.analyze.host_intervals import Mapper
+from sanlens.config import Config, HostTarget
+from sanlens.hosts.mapping import DiskMapping, resolve
+from sanlens.join import LunDirectory
+
+
+def analysis_cluster(config: Config | None, requested: str | None) -> str:
+    """The cluster name ONTAP captures are analysed as: the option, else the config's only cluster."""
+    if requested:
+        return requested
+    if config is not None and len(config.ontap) == 1:
+        return config.ontap[0].name
+    return "offline"
+
+
+def host_mapper(config: Config | None, cluster: str, directory: LunDirectory | None = None) -> Mapper:
+    """A mapper for ``HostIntervals.snapshots``: (host, disk, drives) -> DiskMapping, cached per disk."""
+    targets = {t.name.upper(): t for t in (config.hosts if config else [])}
+    directory = directory or LunDirectory()
+    cache: dict[tuple[str, str], DiskMapping] = {}
+
+    def mapper(host: str, disk: str, drives: tuple[str, ...]) -> DiskMapping:
+        key = (host.upper(), disk)
+        m = cache.get(key)
+        if m is None:
+            target = targets.get(host.upper()) or HostTarget(name=host)
+            m = resolve(target, directory, disk, drives)
+            if m.lun and not m.cluster:
+                m = replace(m, cluster=cluster)
+            cache[key] = m
+        return m
+
+    return mapper
+
+
+def configured_hosts(config: Config | None) -> set[str]:
+    return {t.name.upper() for t in (config.hosts if config else [])}

@@ -1,0 +1,141 @@
+"""Each input's status: read or failed, which diagnoses it let the engine judge, what was skipped and why.
+
+"No diagnosis fired" is only true of subjects that were judged. A log with only
+``PhysicalDisk(_Total)``, a capture whose rows were all skipped or a file that
+failed to parse judged nothing, and the report must say so rather than look
+healthy. Judged subjects come from the engine itself (``Engine.subject_states``,
+collected over the run): host disks are attributed to the PerfMon log of their
+host, ONTAP subjects to the captures of the counter tables the diagnosis reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sanlens.analyze.diagnoses import Findings
+from sanlens.analyze.ontap_inputs import OntapInput
+from sanlens.analyze.perfmon_summary import LogSummary
+from sanlens.analyze.windows import HOST, feeds
+from sanlens.diagnose.registry import IDS
+
+# What the host side of a diagnosis reads, as PerfMon counters (HostDiskStats fields).
+HOST_NEEDS: dict[str, dict[str, str]] = {
+    "latency_slo": {
+        "read_latency_s": "Avg. Disk sec/Read",
+        "read_iops": "Disk Reads/sec",
+    },
+    "san_oversubscription": {
+        "read_latency_s": "Avg. Disk sec/Read",
+        "read_iops": "Disk Reads/sec",
+        "idle_ratio": "% Idle Time",
+    },
+    "host_queue_limited": {
+        "read_iops": "Disk Reads/sec",
+        "read_latency_s": "Avg. Disk sec/Read",
+        "queue_length": "Current Disk Queue Length",
+    },
+    "lun_iops_ceiling": {"read_iops": "Disk Reads/sec"},
+}
+
+
+def _host_judged(f: Findings, hosts: set[str]) -> set[str]:
+    out = set()
+    for did, keys in f.judged.items():
+        if any(k.split("/disk ", 1)[0].upper() in hosts for k in keys if "/disk " in k):
+            out.add(did)
+    return out
+
+
+def _perfmon(s: LogSummary, f: Findings | None) -> dict[str, Any]:
+    iv = s.intervals
+    hosts = {c[0].upper() for c in iv.columns} if iv else set()
+    st: dict[str, Any] = {"reader": s.engine}
+    if iv is not None and iv.steps:
+        st["analysis_intervals"] = iv.steps
+        st["analysis_interval_seconds"] = round(iv.width, 3) if iv.rows_per_step() > 1.0 else None
+        st["rows_per_interval"] = round(iv.rows_per_step(), 2)
+    skipped = list(s.warnings)
+    if not iv:
+        disks = [c.column for c in s.columns if c.column.object.lower() == "physicaldisk"]
+        if disks and all(c.instance.lower() == "_total" for c in disks):
+            why = "only PhysicalDisk(_Total): the diagnoses judge each disk, which needs per-disk instances"
+        elif s.unknown_disk_counters:
+            why = (
+                f"{len(s.unknown_disk_counters)} PhysicalDisk counter(s) not recognised (a localized log?), "
+                f"e.g. {s.unknown_disk_counters[0]}"
+            )
+        else:
+            why = "no PhysicalDisk counters: the diagnoses read Avg. Disk sec/Read, Disk Reads/sec, % Idle Time, ..."
+        skipped.append(why)
+    elif s.unknown_disk_counters:
+        skipped.append(
+            f"{len(s.unknown_disk_counters)} PhysicalDisk counter(s) not used, e.g. {s.unknown_disk_counters[0]}"
+        )
+    judged = _host_judged(f, hosts) if f is not None else set()
+    have = {c[3] for c in iv.columns} if iv else set()
+    not_eval: dict[str, str] = {}
+    for did in IDS:
+        kinds = feeds(did)
+        if did in judged or (kinds is not None and HOST not in kinds):
+            continue
+        need = HOST_NEEDS.get(did, {})
+        missing = [name for fld, name in need.items() if fld not in have]
+        if not iv:
+            not_eval[did] = "no per-disk counters"
+        elif missing:
+            not_eval[did] = "needs " + ", ".join(missing)
+        elif did == "lun_iops_ceiling":
+            not_eval[did] = "needs the disks mapped to ONTAP LUNs (--config hosts[].disks)"
+        else:
+            not_eval[did] = "no disk had the I/O this diagnosis judges"
+    st["evaluated"] = sorted(judged, key=IDS.index)
+    st["not_evaluated"] = not_eval
+    st["skipped"] = skipped
+    return st
+
+
+def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, Any]:
+    st: dict[str, Any] = {}
+    if i.kind == "ontap-counter-schema":
+        st["evaluated"] = []
+        st["not_evaluated"] = {}
+        st["skipped"] = []
+        st["note"] = f"types the {i.schema[0] if i.schema else ''} rows of the other inputs"
+        return st
+    judged = set()
+    not_eval: dict[str, str] = {}
+    prefix = (f.cluster if f else "offline") + "/"
+    for did in IDS:
+        kinds = feeds(did)
+        if kinds is not None and not (kinds & i.objects):
+            continue
+        keys = f.judged.get(did, set()) if f else set()
+        if any(k.startswith(prefix) and "/disk " not in k for k in keys):
+            judged.add(did)
+        else:
+            not_eval[did] = "its counters were not in the captures, or every row was skipped"
+    st["evaluated"] = sorted(judged, key=IDS.index)
+    st["not_evaluated"] = not_eval
+    st["skipped"] = list(warnings)
+    if i.start is None:
+        st["note"] = "the capture carries no time: its last sample is placed at the file's modification time"
+    return st
+
+
+def input_status(result: Any, findings: Findings | None) -> dict[str, Any]:
+    """The ``status`` object of one input (see docs/analyze.md)."""
+    d = result.detail
+    if isinstance(d, LogSummary):
+        st = _perfmon(d, findings)
+    elif isinstance(d, OntapInput):
+        st = _ontap(d, result.warnings, findings)
+    else:
+        st = {"evaluated": [], "not_evaluated": {}, "skipped": []}
+    st["errors"] = list(result.errors)
+    if st["errors"]:
+        st["state"] = "error"
+    elif d is not None and isinstance(d, OntapInput) and d.kind == "ontap-counter-schema":
+        st["state"] = "read"
+    else:
+        st["state"] = "judged" if st["evaluated"] else "nothing judged"
+    return st
