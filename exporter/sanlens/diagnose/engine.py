@@ -170,7 +170,9 @@ class Engine:
             did = mod.SPEC.id
             try:
                 strict: list[Observation] = mod.evaluate(ctx, self._th)
-                relaxed = {o.key: o.level for o in mod.evaluate(ctx, self._relaxed)}
+                # relaxed thresholds only hold a state up: judge with them only when one is up
+                held = any(t.state > 0 and t.id == did for t in self._tracks.values())
+                relaxed = {o.key: o.level for o in mod.evaluate(ctx, self._relaxed)} if held else {}
             except Exception:  # one broken diagnosis must not blind the others
                 log.exception("diagnosis %s failed", did)
                 seen.update(k for k in self._tracks if k[0] == did)
