@@ -27,7 +27,7 @@ try:  # optional dependency
 except ImportError:  # pragma: no cover - exercised when the extra is absent
     pa = None
 
-BLOCK_BYTES = 4 << 20
+BLOCK_BYTES = 1 << 20
 # MM/DD/YYYY HH:MM:SS[.fff], the only shape parse_timestamp accepts (dates are checked per day).
 _TS = r"^\d\d/\d\d/\d{4} ([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d*)?$"
 

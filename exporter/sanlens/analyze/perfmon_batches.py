@@ -23,7 +23,7 @@ from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError, parse_timestamp
 
 ARROW_MIN_BYTES = 32 << 20  # below this the Python reader finishes before Arrow has started
 ARROW_MIN_ROWS = 5_000  # and a wide log with few rows gains nothing from column batches
-_BATCH_CELLS = 1 << 20  # Python reader: about 8 MB of doubles per batch
+_BATCH_CELLS = 1 << 18  # Python reader: about 2 MB of doubles per batch
 
 
 @dataclass(frozen=True, slots=True)
