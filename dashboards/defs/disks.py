@@ -106,7 +106,7 @@ def background(lay: Layout, a: str) -> None:
             "Active background operations",
             "RAID reconstructs, resyncs, parity recomputes and volume moves now, with progress and the ETA sanlens "
             "derives from the observed progress rate (background_operation_impact).",
-            Column(f"sanlens_background_operation_percent_done{{{bg}}}", "Done", "percent", gauge_cell(100)),
+            Column(f"sanlens_background_operation_done_ratio{{{bg}}}", "Done", "percentunit", gauge_cell(1)),
             Column(eta, "ETA", "s"),
             hide=("Time", "__name__", "job", "instance"),
         ),
@@ -117,16 +117,14 @@ def background(lay: Layout, a: str) -> None:
         panel(
             "timeseries",
             "Background operation progress",
-            "Progress of RAID operations per RAID group and of volume moves, as ONTAP reports it.",
+            "Progress (0..1) of RAID operations per RAID group and of volume moves, as ONTAP reports it.",
             target(
-                f"sanlens_ontap_raid_operation_percent{{{a}}}", "{{aggregate}} {{raid_group}} {{operation}}"
+                f"sanlens_background_operation_done_ratio{{{bg}}}",
+                "{{aggregate}} {{raid_group}} {{volume}} {{operation}}",
             ),
-            target(
-                f"sanlens_ontap_volume_move_percent{{{sel('cluster')}}}", "move {{svm}}/{{volume}} {{state}}"
-            ),
-            unit="percent",
+            unit="percentunit",
             min_=0,
-            max_=100,
+            max_=1,
         ),
         12,
         7,

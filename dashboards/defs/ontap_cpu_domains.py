@@ -28,13 +28,11 @@ def cpu(cfg: MixinConfig, lay: Layout, n: str) -> None:
     lay.add(
         panel(
             "timeseries",
-            "Domain busy (% of one core)",
-            "ONTAP CPU domain busy time as a percent of one core (can exceed 100 for parallel domains; "
-            "Σ domains ≈ processors x 100). Serial domains (kahuna) top out at 100.",
-            target(
-                f"100 * {all_domains} / on (cluster, node) group_left () {elapsed}", "{{node}} {{domain}}"
-            ),
-            unit="percent",
+            "Domain busy (ratio of one core)",
+            "ONTAP CPU domain busy time as a ratio of one core (can exceed 100 % for parallel domains; "
+            "Σ domains ≈ processors). Serial domains (kahuna) top out at 100 %.",
+            target(f"{all_domains} / on (cluster, node) group_left () {elapsed}", "{{node}} {{domain}}"),
+            unit="percentunit",
             min_=0,
         ),
         24,
@@ -49,14 +47,14 @@ def cpu(cfg: MixinConfig, lay: Layout, n: str) -> None:
             "Kahuna (the serial domain) as % of one core, and the lower bound of serial occupancy "
             f"U_K + U_W/(N_cpu - 1). Dashed: {warn} warning and {crit} critical of {SERIAL}; "
             "the 'configured' lines are the exporter's live thresholds.",
-            target(f"100 * {kahuna} / {elapsed}", "kahuna {{node}}"),
-            target(f"100 * ({kahuna} + {wafl_ex} / ({cpus} - 1)) / {elapsed}", "serial occupancy {{node}}"),
+            target(f"{kahuna} / {elapsed}", "kahuna {{node}}"),
+            target(f"({kahuna} + {wafl_ex} / ({cpus} - 1)) / {elapsed}", "serial occupancy {{node}}"),
             *(
-                target(f"100 * {configured(SERIAL, name)}", f"{level} (configured)")
+                target(configured(SERIAL, name), f"{level} (configured)")
                 for name, level in zip(names, ("warning", "critical"), strict=True)
             ),
-            unit="percent",
-            thresholds=bands(cfg, SERIAL, *names, scale=100),
+            unit="percentunit",
+            thresholds=bands(cfg, SERIAL, *names),
             min_=0,
             overrides=[series(".*configured.*", DASHED)],
         ),

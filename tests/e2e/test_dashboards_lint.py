@@ -407,8 +407,8 @@ def expected_steps(th: Th = spec_default) -> dict[tuple[str, str], list[float]]:
         ("sanlens-io-path", "% idle"): [th("san_oversubscription", "min_idle_ratio")],
         ("sanlens-io-path", "Backend utilization E"): [th("san_oversubscription", "max_backend_utilization")],
         ("sanlens-ontap-cpu-domains", "Kahuna vs its thresholds"): [
-            100 * th("cpu_domain_serial_bottleneck", "kahuna_warning_ratio"),
-            100 * th("cpu_domain_serial_bottleneck", "serial_critical_ratio"),
+            th("cpu_domain_serial_bottleneck", "kahuna_warning_ratio"),
+            th("cpu_domain_serial_bottleneck", "serial_critical_ratio"),
         ],
         ("sanlens-ontap-cpu-domains", "Ops share per volume in its aggregate"): [
             th("volume_affinity_concentration", "volume_share")
@@ -534,9 +534,8 @@ def test_cpu_domains_lun_volume_and_disks_answer_their_questions() -> None:
         "stddev by (cluster, aggregate)",
         "sanlens_background_operation_done_ratio",
         "sanlens_background_operation_eta_seconds",
-        "sanlens_ontap_raid_operation_percent",
-        "sanlens_ontap_volume_move_percent",
     ):
         assert needle in disks, needle
+    assert "_percent" not in disks, "progress is a ratio (0..1)"
     heat = [p for p in leaf_panels(DASHBOARDS["sanlens-disks"]) if p["type"] == "heatmap"]
     assert heat and heat[0]["options"]["calculate"] is True
