@@ -154,7 +154,12 @@ def summarize(
     with PerfmonLog(path) as log:
         header = log.header
         cols, unknown = disk_columns(header)
-        hosts = {i: (header.columns[i].host or Path(path).stem) for i in cols}
+        spelling: dict[str, str] = {}  # one host per name, whatever the letter case of its columns
+        hosts = {
+            i: spelling.setdefault(h.upper(), h)
+            for i in cols
+            if (h := header.columns[i].host or Path(path).stem)
+        }
         disk_cols = {i: (hosts[i], *cols[i]) for i in cols}
         summary = LogSummary(str(path), header.kind, [ColumnStats(c) for c in header.columns])
         summary.unknown_disk_counters = unknown

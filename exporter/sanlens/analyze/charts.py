@@ -1,0 +1,139 @@
+"""Inline SVG line charts for the HTML report, in human units.
+
+No script and no external asset: each chart is a few hundred bytes of SVG per
+line. Values arrive in the series' own unit (seconds, bytes/s, percent ...) and
+are drawn in the unit people read (ms, MB/s, %). A chart may carry a
+warning/critical band (a diagnosis threshold) and a reference line (Q_eff).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# series unit -> (factor, label) of what the report shows
+UNITS: dict[str, tuple[float, str]] = {
+    "seconds": (1000.0, "ms"),
+    "bytes_per_second": (1e-6, "MB/s"),
+    "percent": (1.0, "%"),
+    "per_second": (1.0, "/s"),
+    "iops": (1.0, "IOPS"),
+    "count": (1.0, "count"),
+    "ratio": (100.0, "%"),
+    "none": (1.0, ""),
+    "": (1.0, ""),
+}
+COLORS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#7048e8", "#c2255c")
+
+
+def human(unit: str) -> tuple[float, str]:
+    return UNITS.get(unit, (1.0, unit))
+
+
+def fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if v == 0:
+        return "0"
+    a = abs(v)
+    return f"{v:.3g}" if a < 1000 else f"{v:,.0f}"
+
+
+def fmt_unit(v: float | None, unit: str) -> str:
+    """A value of a series unit as the report prints it: 0.012 seconds -> ``12 ms``."""
+    if v is None:
+        return "-"
+    factor, label = human(unit)
+    return f"{fmt(v * factor)} {label}".rstrip()
+
+
+def utc_text(t: float) -> str:
+    """A time as the report prints it: ``2025-03-02 10:00:00`` (UTC)."""
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _e(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+@dataclass(frozen=True)
+class Line:
+    label: str
+    points: Sequence[tuple[float, float]]  # (epoch seconds, value in the chart's unit)
+
+
+def svg_chart(
+    lines: Sequence[Line],
+    unit: str,
+    band: tuple[float, float] | None = None,
+    reference: tuple[str, float] | None = None,
+    width: int = 420,
+) -> str:
+    """A line chart; ``band`` (warning, critical) and ``reference`` are in ``unit`` too."""
+    factor, label = human(unit)
+    w, h, left, bottom, top = width, 160, 52, 30, 8
+    pw, ph = w - left - 8, h - bottom - top
+    pts = [p for ln in lines for p in ln.points]
+    if not pts:
+        return f'<svg width="{w}" height="{h}" role="img"><text x="{left}" y="{h / 2}">no data</text></svg>'
+    xs = [p[0] for p in pts]
+    ys = [p[1] * factor for p in pts]
+    x0, x1 = min(xs), max(xs)
+    hi_marks = [max(ys), 1e-12]
+    if band:
+        hi_marks.append(band[1] * factor * 1.1)
+    if reference:
+        hi_marks.append(reference[1] * factor * 1.05)
+    y_hi, y_lo = max(hi_marks), min(0.0, min(ys))
+
+    def sx(x: float) -> float:
+        return left + (x - x0) / (x1 - x0) * pw if x1 > x0 else left + pw / 2
+
+    def sy(y: float) -> float:
+        return top + ph - (y - y_lo) / (y_hi - y_lo) * ph
+
+    parts = [f'<svg class="chart-svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">']
+    if band:
+        warn, crit = band[0] * factor, band[1] * factor
+        parts.append(
+            f'<rect x="{left}" y="{sy(y_hi):.1f}" width="{pw}" height="{max(sy(crit) - sy(y_hi), 0):.1f}" '
+            'fill="#c62828" fill-opacity="0.12"><title>critical</title></rect>'
+        )
+        parts.append(
+            f'<rect x="{left}" y="{sy(crit):.1f}" width="{pw}" height="{max(sy(warn) - sy(crit), 0):.1f}" '
+            'fill="#ef8f00" fill-opacity="0.12"><title>warning</title></rect>'
+        )
+    parts.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#99a"/>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#99a"/>')
+    for y in (y_lo, (y_lo + y_hi) / 2, y_hi):
+        parts.append(f'<text x="{left - 4}" y="{sy(y) + 3:.1f}" text-anchor="end">{_e(fmt(y))}</text>')
+    if x1 > x0 and x0 > 1e8:  # real epoch times
+        parts.append(f'<text x="{left}" y="{h - 16}">{_e(utc_text(x0))}</text>')
+        parts.append(f'<text x="{left + pw}" y="{h - 16}" text-anchor="end">{_e(utc_text(x1))} UTC</text>')
+    if reference:
+        name, value = reference
+        y = sy(value * factor)
+        parts.append(
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#c62828" '
+            f'stroke-dasharray="4 3"><title>{_e(name)}</title></line>'
+        )
+        parts.append(f'<text x="{left + 4}" y="{y - 3:.1f}">{_e(name)} {_e(fmt(value * factor))}</text>')
+    legend_x = left
+    for n, ln in enumerate(lines):
+        color = COLORS[n % len(COLORS)]
+        if len(ln.points) == 1:
+            x, y = ln.points[0]
+            parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y * factor):.1f}" r="3" fill="{color}"/>')
+        elif ln.points:
+            path = " ".join(f"{sx(x):.1f},{sy(y * factor):.1f}" for x, y in ln.points)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"/>')
+        if len(lines) > 1 or ln.label:
+            parts.append(
+                f'<text x="{legend_x}" y="{h - 3}" fill="{color}" style="fill:{color}">{_e(ln.label)}</text>'
+            )
+            legend_x += 7 * len(ln.label) + 14
+    parts.append(f'<text x="{left + pw}" y="{top + 8}" text-anchor="end">{_e(label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
