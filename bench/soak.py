@@ -87,6 +87,26 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+def add_scale_arguments(ap: argparse.ArgumentParser) -> None:
+    """The simulated cluster's size, 10,000 LUNs by default (the scale the targets are set at)."""
+    ap.add_argument("--nodes", type=int, default=24)
+    ap.add_argument("--luns", type=int, default=10000)
+    ap.add_argument("--volumes", type=int, default=5000)
+    ap.add_argument("--disks", type=int, default=2000)
+
+
+def stop_processes(*procs: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM each process group, then SIGKILL what is still there after 15 s."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 # ------------------------------------------------------------------ the faults
 # (name, knobs on, knobs off); a counter reset is a one-shot, its "off" is nothing to do.
 def faults(read_timeout_s: float) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -202,10 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval", type=float, default=15.0, help="ONTAP poll interval, seconds (default 15)")
     ap.add_argument("--host-interval", type=float, default=5.0, help="host poll interval, s (default 5)")
     ap.add_argument("--read-timeout", type=float, default=5.0, help="ONTAP and host timeouts, seconds (5)")
-    ap.add_argument("--nodes", type=int, default=24)
-    ap.add_argument("--luns", type=int, default=10000)
-    ap.add_argument("--volumes", type=int, default=5000)
-    ap.add_argument("--disks", type=int, default=2000)
+    add_scale_arguments(ap)
     ap.add_argument("--hosts", type=int, default=None, help="simulated hosts (default: the scenario's 2)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     ap.add_argument("--logs", type=Path, help="keep the exporter's and the simulator's logs in this folder")
@@ -310,14 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         for w in workers:
             w.join(timeout=35)
     finally:
-        for proc in (exporter, sim):
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+        stop_processes(exporter, sim)
         sim_log.close()
         exp_log.close()
 

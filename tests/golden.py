@@ -43,6 +43,7 @@ POLL_DURATION = 0.25  # reported for every poll instead of the wall time it took
 SUSTAIN_SCALE = 0.05  # as `sanlens demo`: a 10-minute sustain window is 30 s
 UNKNOWN_HOST = "offline01"  # a host target the simulator answers 404 for
 
+_PROCESS = re.compile(r"^(# (HELP|TYPE) )?process_\w+.*\n", re.M)
 _BUILD_INFO = re.compile(r"^(sanlens_build_info)\{[^}]*\}", re.M)
 
 
@@ -92,6 +93,7 @@ def render() -> str:
                             )
                         else:
                             exporter.state.record_success(snap, POLL_DURATION)
+                exporter.server.exposition.refresh()  # the renderer thread may not have run yet
                 url = f"http://127.0.0.1:{exporter.port}/metrics"
                 with urllib.request.urlopen(url, timeout=30) as resp:
                     return str(resp.read().decode("utf-8"))
@@ -105,7 +107,8 @@ def render() -> str:
 
 def mask(text: str) -> str:
     """The page with the labels that differ between builds and machines replaced."""
-    return _BUILD_INFO.sub(r'\1{python_version="<masked>",version="<masked>"}', text)
+    text = _BUILD_INFO.sub(r'\1{python_version="<masked>",version="<masked>"}', text)
+    return _PROCESS.sub("", text)  # the process' own CPU, memory and fds differ every run
 
 
 @functools.cache

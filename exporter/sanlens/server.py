@@ -23,10 +23,10 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 import h11
-from prometheus_client import CONTENT_TYPE_LATEST
 
 from sanlens import __version__
 from sanlens.exposition import Exposition
@@ -63,6 +63,8 @@ PLAIN_HTTP_ON_TLS = (
     b"Client sent an HTTP request to an HTTPS server.\n"
 )
 _TLS_HANDSHAKE_RECORD = b"\x16"
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The text format the body is written in (what Prometheus asks for first)."""
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -271,16 +273,23 @@ class ExporterServer:
             request: h11.Request | None = None
             body_bytes = 0
             while True:
-                event = h.next_event()
+                try:
+                    event = h.next_event()
+                except h11.RemoteProtocolError as e:  # not HTTP, or a head too large
+                    status = HTTPStatus(e.error_status_hint)
+                    head = f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    writer.write(head.encode())
+                    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+                    return
                 if event is h11.NEED_DATA:
-                    left = deadline - loop.time()
-                    if left <= 0:
-                        if started:
+                    try:
+                        data = await asyncio.wait_for(reader.read(65536), max(deadline - loop.time(), 0.0))
+                    except TimeoutError:
+                        if started:  # a head that trickles in: answered, then dropped
                             await self._send(
                                 writer, h, _text(408, "request timeout\n"), head_only=False, close=True
                             )
                         return
-                    data = await asyncio.wait_for(reader.read(65536), left)
                     if data and not started:
                         started, deadline = True, loop.time() + REQUEST_TIMEOUT
                     h.receive_data(data)
@@ -325,9 +334,9 @@ class ExporterServer:
             await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
             return
         writer.write(data)
-        if not head_only:
-            writer.write(r.body)
-        h.send(h11.EndOfMessage())
+        if not head_only and r.body:
+            writer.write(h.send(h11.Data(data=r.body)) or b"")
+        writer.write(h.send(h11.EndOfMessage()) or b"")
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
 
     # ------------------------------------------------------------ the endpoints
@@ -365,11 +374,11 @@ class ExporterServer:
             if "gzip" in (_header(request, b"accept-encoding") or ""):
                 body = await self._work(self.exposition.gzip)
                 headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
-                return _Response(200, body, CONTENT_TYPE_LATEST, headers)
+                return _Response(200, body, METRICS_CONTENT_TYPE, headers)
             return _Response(
                 200,
                 await self._work(self.exposition.render),
-                CONTENT_TYPE_LATEST,
+                METRICS_CONTENT_TYPE,
                 {"Vary": "Accept-Encoding"},
             )
         if path == b"/diagnoses":

@@ -1,0 +1,283 @@
+"""/metrics as `sanlens serve` answers it: one cached body per update, gzip, keep-alive, and
+clients that are slow, idle or rude never hold up a scrape."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import logging
+import re
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from sanlens import server as server_mod
+from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
+from sanlens.diagnose.engine import Engine
+from sanlens.hosts.sources import make_host_source
+from sanlens.join import LunDirectory
+from sanlens.model import MetricBuilder, Snapshot
+from sanlens.ontap.collector import OntapSource
+from sanlens.server import ExporterServer
+from sanlens.sim.server import Simulator
+from sanlens.state import State
+
+PROCESS_LINE = re.compile(rb"^(# (HELP|TYPE) )?process_\w+.*\n", re.M)
+
+
+def snapshot(target: str, n: int, value: float = 1.0, ts: float = 1000.0) -> Snapshot:
+    b = MetricBuilder()
+    for i in range(n):
+        b.add(
+            "sanlens_test_ops_total",
+            "counter",
+            "Test ops.",
+            {"target": target, "lun": f"/vol/v/lun{i}"},
+            value,
+        )
+        b.add(
+            "sanlens_test_latency_seconds",
+            "gauge",
+            "Test latency.",
+            {"target": target, "lun": f"/vol/v/lun{i}"},
+            i / 1e3,
+        )
+    return Snapshot(target, "host", ts, b.build())
+
+
+def get(port: int, path: str = "/metrics", gzip_ok: bool = True) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Accept-Encoding": "gzip"} if gzip_ok else {})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def without_process(text: bytes) -> bytes:
+    return PROCESS_LINE.sub(b"", text)
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[State, ExporterServer]]:
+    state = State()
+    state.register("h1", "host", 5.0)
+    state.record_success(snapshot("h1", 2000), 0.1)
+    srv = ExporterServer(state, "127.0.0.1:0")
+    srv.start()
+    try:
+        yield state, srv
+    finally:
+        srv.stop()
+
+
+def wait_rendered(state: State, srv: ExporterServer, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while srv.exposition.body().generation != state.generation:
+        assert time.monotonic() < deadline, "the renderer did not pick up the change"
+        time.sleep(0.01)
+
+
+def test_concurrent_scrapes_share_one_body_rendered_once_per_update(
+    served: tuple[State, ExporterServer],
+) -> None:
+    state, srv = served
+    wait_rendered(state, srv)
+    renders = srv.exposition.renders
+    bodies: list[bytes] = []
+    lock = threading.Lock()
+
+    def scrape() -> None:
+        status, headers, body = get(srv.port)
+        assert status == 200 and headers["content-encoding"] == "gzip"
+        with lock:
+            bodies.append(without_process(gzip.decompress(body)))
+
+    threads = [threading.Thread(target=scrape) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(bodies) == 20 and len(set(bodies)) == 1
+    assert srv.exposition.renders == renders, "a scrape rendered the page again"
+    assert b'sanlens_test_ops_total{target="h1",lun="/vol/v/lun1999"} 1.0' in bodies[0]
+
+    state.record_success(snapshot("h1", 2000, value=2.0, ts=1005.0), 0.1)  # a new poll: one new render
+    wait_rendered(state, srv)
+    assert srv.exposition.renders > renders
+    after = without_process(gzip.decompress(get(srv.port)[2]))
+    assert b'sanlens_test_ops_total{target="h1",lun="/vol/v/lun1999"} 2.0' in after
+    # the rendered snapshot keeps its view but no longer its per-series objects
+    assert state.view()[0]["h1"].metrics == ()
+
+
+def test_gzip_body_is_the_plain_page_compressed_and_process_metrics_are_live(
+    served: tuple[State, ExporterServer],
+) -> None:
+    state, srv = served
+    wait_rendered(state, srv)
+    status, headers, gz = get(srv.port)
+    _, plain_headers, plain = get(srv.port, gzip_ok=False)
+    assert (
+        status == 200
+        and headers["content-encoding"] == "gzip"
+        and "accept-encoding" in headers["vary"].lower()
+    )
+    assert "content-encoding" not in plain_headers
+    unzipped = gzip.decompress(gz)
+    assert int(headers["content-length"]) == len(gz)
+    assert without_process(unzipped) == without_process(plain)
+    # the gzip trailer's CRC and size are those of the whole text (pieces joined, not recompressed)
+    crc, size = struct.unpack("<II", gz[-8:])
+    assert size == len(unzipped) and crc == (__import__("zlib").crc32(unzipped) & 0xFFFFFFFF)
+    assert len(gz) <= 0.15 * len(plain), f"gzip {len(gz)} of {len(plain)} bytes"
+    fams = {f.name for f in text_string_to_metric_families(unzipped.decode())}
+    assert {"process_cpu_seconds", "process_resident_memory_bytes", "sanlens_target_up"} <= fams
+
+
+def test_keep_alive_serves_many_requests_on_one_connection(served: tuple[State, ExporterServer]) -> None:
+    _, srv = served
+    before = srv.connections
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    try:
+        for path in ("/metrics", "/-/healthy", "/diagnoses", "/metrics", "/nope"):
+            conn.request("GET", path, headers={"Accept-Encoding": "gzip"})
+            resp = conn.getresponse()
+            resp.read()
+            assert resp.status == (404 if path == "/nope" else 200)
+            assert resp.getheader("Connection") != "close"
+    finally:
+        conn.close()
+    assert srv.connections - before == 1, "the client's connection was not kept alive"
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:  # HTTP/1.0: one request, closed
+        s.sendall(b"GET /-/healthy HTTP/1.0\r\n\r\n")
+        data = b""
+        while chunk := s.recv(4096):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(b"OK\n")
+
+
+def test_slow_and_idle_clients_never_hold_up_a_scrape(
+    served: tuple[State, ExporterServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state, srv = served
+    monkeypatch.setattr(server_mod, "REQUEST_TIMEOUT", 1.0)
+    wait_rendered(state, srv)
+    rude: list[socket.socket] = []
+    try:
+        for _ in range(200):  # slowloris: a request head that never ends
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            rude.append(s)
+        for _ in range(20):  # idle keep-alive connections
+            rude.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+        reader = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        reader.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 5)  # asks for pages, never reads them
+        rude.append(reader)
+        t0 = time.monotonic()
+        status, _, body = get(srv.port)
+        took = time.monotonic() - t0
+        assert status == 200 and b"sanlens_test_ops_total" in gzip.decompress(body)
+        assert took < 0.5, f"a scrape behind {len(rude)} slow clients took {took:.2f} s"
+        # the trickling heads run out of time and are answered 408 and closed
+        slow = rude[0]
+        slow.settimeout(5)
+        answer = slow.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 408")
+    finally:
+        for s in rude:
+            s.close()
+
+
+def test_a_client_that_vanishes_mid_request_leaves_no_traceback(
+    served: tuple[State, ExporterServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    state, srv = served
+    wait_rendered(state, srv)
+    caplog.set_level(logging.DEBUG)
+    for _ in range(20):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = reset
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
+        s.close()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    s.sendall(b"\x00garbage\r\n\r\n")  # not HTTP
+    assert s.recv(4096).startswith(b"HTTP/1.1 400")
+    s.close()
+    assert get(srv.port)[0] == 200
+    time.sleep(0.2)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info], [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info
+    ]
+
+
+def test_tables_are_polled_side_by_side() -> None:
+    """With every answer delayed, a poll takes about its slowest request chain, not the sum."""
+    delay = 0.3
+    with Simulator(scenario="healthy", port=0) as sim:
+        src = OntapSource(OntapTarget(name="c1", url=sim.url), LunDirectory())
+        try:
+            src.poll()  # inventory, schemas: the first poll's extra requests
+            sim.set_faults(latency_ms=delay * 1000)
+            calls: list[str] = []
+            get = src.client.get
+
+            def counted(path: str, *args: object, **kwargs: object) -> object:
+                calls.append(path)
+                return get(path, *args, **kwargs)  # type: ignore[arg-type]
+
+            src.client.get = counted  # type: ignore[method-assign]
+            t0 = time.monotonic()
+            src.poll()
+            took = time.monotonic() - t0
+            requests = len(calls)
+        finally:
+            src.close()
+    assert requests >= 10
+    assert took < 0.6 * requests * delay, f"{requests} requests took {took:.2f} s: not concurrent"
+
+
+def test_a_healthy_estate_costs_next_to_no_diagnosis_series() -> None:
+    """Diagnosis series follow problems, not the estate: healthy subjects are counted, not listed."""
+    with Simulator(scenario="healthy", port=0, luns=1500, volumes=600, disks=200) as sim:
+        directory = LunDirectory()
+        sources = [OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), directory)]
+        sources += [
+            make_host_source(
+                HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics", poll_interval=Duration(15.0)),
+                directory,
+            )
+            for h in sim.hosts
+        ]
+        state = State()
+        state.engine = engine = Engine(DiagnoseConfig(sustain_scale=0.01))
+        try:
+            for i in range(3):
+                if i:
+                    time.sleep(1.0)
+                for src in sources:
+                    state.record_success(src.poll(), 0.1)
+        finally:
+            for src in sources:
+                src.close()
+    from sanlens.exposition import Exposition
+
+    page = Exposition(state).text().decode()
+    series = [line for line in page.splitlines() if line and not line.startswith("#")]
+    diagnosis = [line for line in series if line.startswith("sanlens_diagnosis_")]
+    estate = [line for line in series if line.startswith(("sanlens_ontap_", "sanlens_host_"))]
+    assert len(estate) > 20000
+    assert engine.findings() == []
+    assert len(diagnosis) <= 0.10 * len(estate), f"{len(diagnosis)} diagnosis series for {len(estate)}"
+    assert not [line for line in diagnosis if line.startswith("sanlens_diagnosis_state")]
+    ok = re.compile(r'^sanlens_diagnosis_subjects\{diagnosis="(\w+)",state="ok"\} (\S+)$')
+    judged = {m[1]: float(m[2]) for line in diagnosis if (m := ok.match(line))}
+    assert judged["lun_iops_ceiling"] == len(engine.subject_states("lun_iops_ceiling")) >= 1500
+    assert judged["latency_slo"] >= 1500
