@@ -112,6 +112,8 @@ def failed(path: str, error: str) -> Analysis:
 def with_status(results: list[Analysis], findings: diagnoses.Findings | None) -> None:
     for r in results:
         r.input["status"] = input_status(r, findings)
+    if findings is not None:
+        findings.inputs_judged = sum(1 for r in results if r.input["status"]["state"] == "judged")
 
 
 def report_json(results: list[Analysis], findings: diagnoses.Findings | None = None) -> dict[str, Any]:

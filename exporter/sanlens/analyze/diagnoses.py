@@ -42,9 +42,13 @@ class Findings:
     host_points: dict[DiskColumn, list[tuple[float, float]]] = field(default_factory=dict)
     mappings: dict[tuple[str, str], DiskMapping] = field(default_factory=dict)  # (host, disk)
     updates: int = 0
+    inputs_judged: int | None = None  # inputs whose status is "judged", once statuses are known
 
     @property
     def evaluated_any(self) -> bool:
+        """Whether anything at all was judged (the inputs' statuses decide once they are known)."""
+        if self.inputs_judged is not None:
+            return self.inputs_judged > 0
         return any(self.judged.values())
 
 

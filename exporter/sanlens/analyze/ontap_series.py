@@ -118,7 +118,8 @@ class OntapCooker:
         return sorted(self.inputs, key=lambda i: i.order)
 
     def snapshots(self) -> Iterator[Snapshot]:
-        prev: dict[tuple[str, str], tuple[CounterRow, float | None, int]] = {}
+        prev: dict[tuple[str, str], tuple[CounterRow, float | None, int, str]] = {}
+        baseline: set[str] = set()  # inputs whose samples served as the previous sample of this one
         table_index: dict[tuple[str, str], int] = {}  # (kind, table) -> samples seen
         for inp in self._ordered():
             for sample in inp.iter_samples():
@@ -148,12 +149,14 @@ class OntapCooker:
                         else:
                             dt_view = dt
                         values = cook_row(p[0], row, dt, self.schemas)
+                        if values:
+                            baseline.add(p[3])
                         if not values:
                             reason = self._skip_reason(p[0], row)
                             if reason:
                                 self.skipped[reason] = self.skipped.get(reason, 0) + 1
                         cooked.append((row, values))
-                    prev[key] = (row, t, idx)
+                    prev[key] = (row, t, idx, str(inp.path))
                     t_view = (
                         t
                         if t is not None
@@ -165,16 +168,18 @@ class OntapCooker:
                     self.version = version_from_rows(sample.rows)
                 if not cooked or t_view is None:
                     continue
+                sources = [str(inp.path), *sorted(baseline - {str(inp.path)})]
+                baseline.clear()
                 for _row, values in cooked:
                     for c in values:
                         sk = (c.table, c.instance, c.counter, c.label)
                         st = self.series.get(sk)
                         if st is None:
                             st = self.series[sk] = SeriesStats(
-                                c.table, c.instance, c.counter, c.label, c.unit, [str(inp.path)]
+                                c.table, c.instance, c.counter, c.label, c.unit, list(sources)
                             )
-                        elif str(inp.path) not in st.inputs:
-                            st.inputs.append(str(inp.path))
+                        else:
+                            st.inputs.extend(x for x in sources if x not in st.inputs)
                         st.add(t_view, c.value)
                 yield Snapshot(
                     self.cluster,

@@ -105,11 +105,17 @@ def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, 
     judged = set()
     not_eval: dict[str, str] = {}
     prefix = (f.cluster if f else "offline") + "/"
+    cooked = f is not None and any(str(i.path) in s.inputs for s in f.series)
+    if not cooked:  # views without a single cooked value: whatever "ok" the engine saw, nothing was judged
+        st["evaluated"] = []
+        st["not_evaluated"] = {}
+        st["skipped"] = [*warnings, "no counter could be cooked from this capture: every row was skipped"]
+        return st
     for did in IDS:
         kinds = feeds(did)
-        if kinds is not None and not (kinds & i.objects):
-            continue
         keys = f.judged.get(did, set()) if f else set()
+        if (kinds is not None and not (kinds & i.objects)) or (kinds is None and not keys):
+            continue  # a diagnosis this kind of capture does not feed (or, unknown here, did not)
         if any(k.startswith(prefix) and "/disk " not in k for k in keys):
             judged.add(did)
         else:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from sanlens.diagnose.registry import REGISTRY
 
+# Any positive window makes a finding wait for a second interval (a single one spans 0 s).
+MIN_WINDOW_S = 0.001
 HOST = "host"  # the source kind of PerfMon logs; ONTAP sources are named by counter table
 # diagnosis -> the source kinds its subjects are judged from
 FEEDS: dict[str, frozenset[str]] = {
@@ -61,8 +63,6 @@ def offline_windows(sources: list[Source]) -> dict[str, tuple[float, float]]:
         half = min(s.span for s in fed) / 2.0
         steps = [s.step for s in fed if s.step]
         floor = min(steps) if steps else 0.0
-        out[did] = (
-            min(spec.sustain_s, max(half, floor)),
-            min(spec.exit_s, max(half, floor)),
-        )
+        fit = max(half, floor, MIN_WINDOW_S)
+        out[did] = (min(spec.sustain_s, fit), min(spec.exit_s, fit))
     return out

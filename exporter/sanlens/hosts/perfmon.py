@@ -159,8 +159,11 @@ class PerfmonLog:
         head = bytes(buffered.peek(4096)[:4096])
         looks_binary = head.startswith(b"\x00") or b"\x00\x00" in head[:64]
         if looks_binary and not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            stem = Path(self.path).stem
             raise self._fail(
-                "this looks like a binary log (.blg); convert it first: relog FILE.blg -f csv -o FILE.csv", 1
+                f"this is a binary PerfMon log (.blg), not CSV/TSV text; give it its .blg name and convert "
+                f"it: relog {stem}.blg -f csv -o {stem}.csv",
+                1,
             )
         encoding = _sniff_encoding(head)
         self.encoding = encoding
