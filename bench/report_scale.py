@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 
 COUNTERS = (
+    "% Idle Time",
+    "Current Disk Queue Length",
     "Disk Reads/sec",
     "Disk Writes/sec",
     "Avg. Disk sec/Read",
     "Avg. Disk sec/Write",
-    "% Idle Time",
-    "Current Disk Queue Length",
     "Disk Read Bytes/sec",
     "Disk Write Bytes/sec",
     "Split IO/Sec",
@@ -45,7 +45,7 @@ def _disk_values(rnd: random.Random, disk: int, trouble: bool) -> list[float]:
         lat_r, lat_w, idle, queue = rnd.uniform(0.08, 0.2), rnd.uniform(0.05, 0.1), rnd.uniform(80, 95), 2
     if trouble and disk == 2:  # queue at the HBA limit
         lat_r, idle, queue = rnd.uniform(0.03, 0.06), rnd.uniform(0, 5), rnd.uniform(60, 64)
-    return [r, w, lat_r, lat_w, idle, queue, r * 8192, w * 65536, rnd.uniform(0, 5)]
+    return [idle, queue, r, w, lat_r, lat_w, r * 8192, w * 65536, rnd.uniform(0, 5)]
 
 
 def generate_disks(path: Path, size_mb: float, seed: int = 1) -> int:

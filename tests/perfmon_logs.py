@@ -6,11 +6,13 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 
-# the PhysicalDisk counters the host diagnoses read, in the order the tests write them
-DISK_COUNTERS = tuple(
-    "Disk Reads/sec|Disk Writes/sec|Avg. Disk sec/Read|Avg. Disk sec/Write|% Idle Time|Current Disk Queue Length".split(
-        "|"
-    )
+DISK_COUNTERS = (
+    "Disk Reads/sec",
+    "Disk Writes/sec",
+    "Avg. Disk sec/Read",
+    "Avg. Disk sec/Write",
+    "% Idle Time",
+    "Current Disk Queue Length",
 )
 
 
