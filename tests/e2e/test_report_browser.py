@@ -17,10 +17,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
-from perfmon_logs import disk_columns, write_log
 from tests.conftest import require_tool, skip_or_fail
 
+from perfmon_logs import disk_columns, write_log
 from sanlens.cli import main
 
 DATA = Path(__file__).parents[1] / "data" / "ontap"
