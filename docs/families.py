@@ -253,8 +253,16 @@ HOSTS = (
         "gauge",
         HOST,
         "count",
-        "config `paths`, else MPIO",
+        "MPIO (textfile script, WinRM), else config `paths`",
         "active paths; Q_eff = queue_depth x paths",
+    ),
+    Family(
+        "sanlens_host_disk_configured_paths",
+        "gauge",
+        HOST,
+        "count",
+        "config `paths` (disk entry, else host)",
+        "paths the disk should have; fewer active is `host_path_loss`",
     ),
 )
 

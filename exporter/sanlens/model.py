@@ -135,6 +135,8 @@ class LunStats:
     write_latency_s: float | None = None
     read_bytes_s: float | None = None
     write_bytes_s: float | None = None
+    state: str = ""  # ONTAP status.state (online, offline, nvfail, space-error, ...); '' when unknown
+    thin: bool | None = None  # no space guarantee: the LUN goes offline when its volume runs out
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,8 @@ class VolumeStats:
     avg_latency_s: float | None = None
     move_state: str = ""  # '' when no move; else ONTAP movement.state
     move_percent: float | None = None
+    size_bytes: float | None = None  # space.size
+    available_bytes: float | None = None  # space.available: what thin LUNs can still grow into
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +182,7 @@ class DiskStats:
     busy_ratio: float | None = None  # 0..1
     read_iops: float | None = None
     write_iops: float | None = None
+    state: str = ""  # ONTAP disk state (present, spare, broken, reconstructing, ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +201,7 @@ class FcPortStats:
     queue_full: float | None = None  # queue-full responses in the interval
     threshold_full: float | None = None
     link_errors: float | None = None  # link failures, loss of signal/sync, CRC, ... in the interval
+    enabled: bool = True  # an administratively disabled port is not down
 
     @property
     def utilization(self) -> float | None:
@@ -223,6 +229,9 @@ class AggregateInfo:
     node: str = ""
     disk_type: str = ""
     disk_count: int | None = None
+    state: str = ""  # ONTAP aggregate state (online, offline, restricted, failed, ...)
+    degraded_raid_groups: int = 0  # RAID groups running without full redundancy
+    reconstructing: bool = False  # a reconstruct is restoring it
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +269,8 @@ class HostDiskStats:
     data_class: DataClass = "data"
     queue_depth: int = 32  # per-LUN queue depth at the HBA
     paths: int = 1  # active paths
+    observed_paths: int | None = None  # MPIO paths the host reports now, when it reports them
+    configured_paths: int | None = None  # the paths the config says the disk should have
     read_iops: float | None = None
     write_iops: float | None = None
     read_latency_s: float | None = None

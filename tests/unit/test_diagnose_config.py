@@ -24,6 +24,11 @@ IDS = [  # written out: adding or dropping a diagnosis is a deliberate change he
     "disk_busy_imbalance",
     "background_operation_impact",
     "latency_slo",
+    "host_path_loss",
+    "lun_not_online",
+    "fc_port_down",
+    "disk_failed",
+    "aggregate_degraded",
 ]
 
 
@@ -34,7 +39,14 @@ def test_registry_ids_and_alert_names() -> None:
     for did, spec in REGISTRY.items():
         assert spec.alert == "Sanlens" + "".join(w.capitalize() for w in did.split("_"))
         assert spec.runbook == f"docs/runbooks/{did}.md"
-        assert spec.sustain_s > 0 and spec.exit_s > 0 and spec.thresholds
+        assert spec.sustain_s > 0 and spec.exit_s > 0
+        # the path diagnoses judge a state ONTAP or the host reports; the others judge numbers
+        assert spec.thresholds or did in {
+            "host_path_loss",
+            "fc_port_down",
+            "disk_failed",
+            "aggregate_degraded",
+        }
         for t in spec.thresholds:
             assert t.min <= t.default <= t.max, (did, t.name)
             assert t.source and t.unit

@@ -30,10 +30,12 @@ from tests.builders import (
     snap,
     state,
     subjects,
+    vol,
 )
 
 from sanlens.diagnose.host_queue_limited import luns_needed
 from sanlens.diagnose.registry import REGISTRY
+from sanlens.model import AggregateInfo, FcPortStats
 
 
 # ------------------------------------------------------------------ san_oversubscription
@@ -218,8 +220,15 @@ def test_latency_slo_lun_takes_the_class_of_its_host_disk() -> None:
 def test_healthy_estate_fires_nothing_over_an_hour() -> None:
     e = engine()
     views = lambda t: [  # noqa: E731
-        ontap(t, disks=disks("aggr1", [0.3, 0.32, 0.28, 0.31, 0.29, 0.3])),
-        hostview(t, mapped()),
+        ontap(
+            t,
+            disks=disks("aggr1", [0.3, 0.32, 0.28, 0.31, 0.29, 0.3]),
+            luns=(lun(state="online", thin=True),),
+            volumes=(vol(size_bytes=100e9, available_bytes=40e9),),
+            fc_ports=(FcPortStats("c1", "n1", "0c", speed_gbps=32.0, state="online"),),
+            aggregates=(AggregateInfo("c1", "aggr1", node="n1", state="online"),),
+        ),
+        hostview(t, mapped(observed_paths=2, configured_paths=2)),
     ]
     feed(e, 0, 3600, 60, views)
     assert e.findings() == []

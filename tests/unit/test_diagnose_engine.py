@@ -303,6 +303,7 @@ def test_metric_families_and_labels() -> None:
         "aggregate",
         "host",
         "disk",
+        "port",
     )
     for name in (
         "sanlens_diagnosis_state",
@@ -345,7 +346,15 @@ def test_diagnoses_and_metrics_over_http() -> None:
             for smp in fam.samples
         }
         key = {"diagnosis": "san_oversubscription", "subject": DISK_KEY, "host": "sql01", "disk": "1"}
-        key |= {"cluster": "c1", "svm": "s1", "volume": "v1", "lun": LUN_PATH, "node": "", "aggregate": ""}
+        key |= {
+            "cluster": "c1",
+            "svm": "s1",
+            "volume": "v1",
+            "lun": LUN_PATH,
+            "node": "",
+            "aggregate": "",
+            "port": "",
+        }
         assert samples[("sanlens_diagnosis_state", tuple(sorted(key.items())))] == 2
         thr = {"diagnosis": "latency_slo", "threshold": "data_critical_seconds"}
         assert samples[("sanlens_diagnosis_threshold", tuple(sorted(thr.items())))] == 0.02

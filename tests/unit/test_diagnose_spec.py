@@ -37,13 +37,24 @@ from sanlens.diagnose import engine as engine_mod
 from sanlens.diagnose.base import Observation
 from sanlens.diagnose.registry import IDS, MODULES, REGISTRY
 from sanlens.diagnose.spec import DiagnosisSpec
-from sanlens.model import FcPortStats, HostView, OntapView
+from sanlens.model import AggregateInfo, DiskStats, FcPortStats, HostView, OntapView
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "rules" / "sanlens.rules.yaml"
 # evidence names carry their unit (or are counts named for what they count)
-UNIT_SUFFIXES = ("_seconds", "_ratio", "_iops", "_fraction", "_io", "_depth", "_percent", "_per_second")
-COUNTS = ("processors", "disks", "volumes", "_operations", "luns_needed")
+UNIT_SUFFIXES = ("_seconds", "_ratio", "_iops", "_fraction", "_io", "_depth", "_per_second", "_bytes")
+COUNTS = (
+    "processors",
+    "disks",
+    "volumes",
+    "_operations",
+    "luns_needed",
+    "_paths",
+    "_groups",
+    "_luns",
+    "_ports",
+    "_aggregates",
+)
 Produced = dict[str, dict[str, set[str]]]  # diagnosis -> {"keys": returned, "values": returned with a value}
 
 
@@ -141,7 +152,23 @@ def _rebuild(t: float) -> list[OntapView | HostView]:
     return [ontap(t, volumes=(vol(avg_latency_s=0.060),), background_ops=ops)]
 
 
+def _path_faults(t: float) -> list[OntapView | HostView]:
+    """A disk on 1 of 2 paths, an offline LUN beside a thin one in a full volume, a port down,
+    a broken disk and an aggregate degraded with no spare to rebuild onto."""
+    one_path = mapped(observed_paths=1, configured_paths=2)
+    luns = (lun(state="offline", thin=True), lun(lun="/vol/v1/lun1", state="online", thin=True))
+    full = vol(size_bytes=100e9, available_bytes=2e9)
+    down = FcPortStats("c1", "n1", "0d", speed_gbps=32.0, state="link_disconnected")
+    broken = DiskStats("c1", "1.0.9", node="n1", container="broken", state="broken")
+    aggr = AggregateInfo("c1", "aggr1", node="n1", state="online", degraded_raid_groups=1)
+    return [
+        ontap(t, luns=luns, volumes=(full,), fc_ports=(down,), disks=(broken,), aggregates=(aggr,)),
+        hostview(t, one_path),
+    ]
+
+
 SCENARIOS: dict[str, Callable[[float], Iterable[OntapView | HostView]]] = {
+    "SAN path faults": _path_faults,
     "san oversubscription with FC queue-full": _oversubscribed,
     "host queue limited": _queue_limited,
     "LUN and volume ceilings, an unmapped disk": _ceilings,

@@ -23,7 +23,7 @@ from sanlens.model import (
     VolumeStats,
 )
 
-LABELS = ("cluster", "node", "svm", "volume", "lun", "aggregate", "host", "disk")
+LABELS = ("cluster", "node", "svm", "volume", "lun", "aggregate", "host", "disk", "port")
 # Serial (single-threaded) CPU domains across ONTAP releases; their busy is capped at one core.
 SERIAL_DOMAINS = frozenset({"kahuna", "kahuna_legacy", "nwk_legacy", "network", "raid", "target", "cluster"})
 Thresholds = Mapping[str, Mapping[str, float]]
@@ -102,12 +102,30 @@ def disk_labels(d: HostDiskStats) -> dict[str, str]:
     return labels(host=d.host, disk=d.disk, cluster=d.cluster, svm=d.svm, volume=d.volume, lun=d.lun)
 
 
+def lun_labels(lun: LunStats) -> dict[str, str]:
+    return labels(cluster=lun.cluster, node=lun.node, svm=lun.svm, volume=lun.volume, lun=lun.lun)
+
+
 def disk_key(d: HostDiskStats) -> str:
     return f"{d.host}/disk {d.disk}"
 
 
 def lun_key(cluster: str, svm: str, lun: str) -> str:
     return f"{cluster}/{svm}/{lun.lstrip('/')}"
+
+
+def of_disk(
+    did: str, d: HostDiskStats, level: int | None, score: float, ev: Mapping[str, float | None], advice: str
+) -> Observation:
+    """An observation whose subject is a host disk."""
+    return Observation(did, disk_key(d), disk_labels(d), level, score, ev, advice)
+
+
+def of_lun(
+    did: str, lun: LunStats, level: int | None, score: float, ev: Mapping[str, float | None], advice: str
+) -> Observation:
+    """An observation whose subject is an ONTAP LUN."""
+    return Observation(did, lun_key(lun.cluster, lun.svm, lun.lun), lun_labels(lun), level, score, ev, advice)
 
 
 def volume_key(cluster: str, svm: str, volume: str) -> str:

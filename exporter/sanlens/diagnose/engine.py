@@ -102,8 +102,11 @@ class Track:
 class Engine:
     """Implements sanlens.state.Engine; see the module docstring."""
 
-    def __init__(self, cfg: DiagnoseConfig | None = None) -> None:
+    def __init__(self, cfg: DiagnoseConfig | None = None, *, deferred: bool = False) -> None:
+        """``deferred``: ``update`` only stores views; ``evaluate_pending`` judges them."""
         self._lock = threading.RLock()
+        self.deferred = deferred
+        self._pending = False
         cfg = cfg or DiagnoseConfig()
         self._configure(cfg)
         self._history = History(cfg.history)
@@ -146,10 +149,27 @@ class Engine:
             ts = num(snapshot.timestamp) if ts is None else ts
             if ts is not None:
                 self._now = max(self._now, ts)
-            if not math.isfinite(self._now):
-                return
-            self._drop_stale()
-            self._evaluate()
+            self._pending = True
+            if not self.deferred:
+                self._judge()
+
+    def evaluate_pending(self) -> bool:
+        """Judge the views stored since the last evaluation; False when there were none.
+
+        A deferred engine (``sanlens serve``) is judged from its own thread at a steady pace,
+        so several host polls between two evaluations cost one evaluation, not one each."""
+        with self._lock:
+            if not self._pending:
+                return False
+            self._judge()
+            return True
+
+    def _judge(self) -> None:
+        self._pending = False
+        if not math.isfinite(self._now):
+            return
+        self._drop_stale()
+        self._evaluate()
 
     def _drop_stale(self) -> None:
         ages = [(n, v.timestamp, v.interval_s) for n, v in self._ontap.items()]

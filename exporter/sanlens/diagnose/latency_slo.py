@@ -15,11 +15,10 @@ from sanlens.diagnose.base import (
     Observation,
     Thresholds,
     clamp01,
-    disk_key,
-    disk_labels,
     labels,
     lun_key,
     ms,
+    of_disk,
     worst_latency,
 )
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
@@ -138,10 +137,9 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
             level = 0  # the disk is idle: nothing to judge, nothing wrong
         ev = {"host_latency_seconds": lat, "host_read_iops": d.read_iops, "host_write_iops": d.write_iops}
         out.append(
-            Observation(
+            of_disk(
                 ID,
-                disk_key(d),
-                disk_labels(d),
+                d,
                 level,
                 clamp01((lat or 0.0) / crit),
                 {**ev, "warning_threshold_seconds": warn, "critical_threshold_seconds": crit},

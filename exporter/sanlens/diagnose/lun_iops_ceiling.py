@@ -18,8 +18,7 @@ from sanlens.diagnose.base import (
     Thresholds,
     disk_key,
     disk_labels,
-    labels,
-    lun_key,
+    of_lun,
     total,
 )
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
@@ -88,17 +87,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     for lun in ctx.luns():
         iops = total(lun.read_iops, lun.write_iops, lun.other_iops)
         level, score, ev, advice = judge(iops, ctx.version(lun.cluster), t, f"LUN {lun.lun} on {lun.cluster}")
-        out.append(
-            Observation(
-                ID,
-                lun_key(lun.cluster, lun.svm, lun.lun),
-                labels(cluster=lun.cluster, node=lun.node, svm=lun.svm, volume=lun.volume, lun=lun.lun),
-                level,
-                score,
-                {"lun_" + k: v for k, v in ev.items()},
-                advice,
-            )
-        )
+        out.append(of_lun(ID, lun, level, score, {"lun_" + k: v for k, v in ev.items()}, advice))
     for d in ctx.host_disks():
         if ctx.lun_of(d) is not None:
             continue  # the LUN itself is the subject

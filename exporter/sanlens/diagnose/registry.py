@@ -15,12 +15,17 @@ from typing import Protocol
 
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose import (
+    aggregate_degraded,
     background_operation_impact,
     cpu_domain_serial_bottleneck,
     disk_busy_imbalance,
+    disk_failed,
+    fc_port_down,
+    host_path_loss,
     host_queue_limited,
     latency_slo,
     lun_iops_ceiling,
+    lun_not_online,
     san_oversubscription,
     volume_affinity_concentration,
     volume_iops_ceiling,
@@ -64,6 +69,11 @@ MODULES: tuple[Diagnosis, ...] = (
     volume_affinity_concentration,
     disk_busy_imbalance,
     background_operation_impact,
+    host_path_loss,
+    lun_not_online,
+    fc_port_down,
+    disk_failed,
+    aggregate_degraded,
 )
 REGISTRY: dict[str, DiagnosisSpec] = {m.SPEC.id: m.SPEC for m in MODULES}
 IDS: tuple[str, ...] = tuple(REGISTRY)

@@ -177,6 +177,8 @@ class HostCooker:
                     data_class=m.data_class,
                     queue_depth=m.queue_depth,
                     paths=m.paths,
+                    observed_paths=m.observed_paths,
+                    configured_paths=m.configured_paths,
                 )
             )
         self._prev = {r.disk: r for r in unwrapped}
@@ -258,5 +260,13 @@ def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMappi
             lv,
             m.queue_depth,
         )
-        b.add("sanlens_host_disk_paths", "gauge", "Active paths; Q_eff = queue_depth x paths.", lv, m.paths)
+        active = m.observed_paths if m.observed_paths is not None else m.paths
+        b.add("sanlens_host_disk_paths", "gauge", "Active paths; Q_eff = queue_depth x paths.", lv, active)
+        b.add(
+            "sanlens_host_disk_configured_paths",
+            "gauge",
+            "Paths the config says the disk should have (host or disk `paths`); fewer active is path loss.",
+            lv,
+            m.configured_paths,
+        )
     return b.build()

@@ -28,7 +28,9 @@ class DiskMapping:
     mapping: MappingKind = "none"
     data_class: Literal["data", "log", "tempdb"] = "data"
     queue_depth: int = 32
-    paths: int = 1
+    paths: int = 1  # for Q_eff: the configured paths of the disk, else what the host reports
+    observed_paths: int | None = None  # MPIO paths the host reports now
+    configured_paths: int = 1  # the paths the config says the disk should have
 
 
 def normalize_drive(drive: str) -> str:
@@ -60,8 +62,16 @@ def resolve(
     data_class = (entry.data_class if entry else None) or target.data_class
     queue_depth = (entry.queue_depth if entry else None) or target.queue_depth
     paths = (entry.paths if entry else None) or observed_paths or target.paths
+    configured = (entry.paths if entry else None) or target.paths
     serial = serial.strip()
-    base = DiskMapping(serial, data_class=data_class, queue_depth=queue_depth, paths=paths)
+    base = DiskMapping(
+        serial,
+        data_class=data_class,
+        queue_depth=queue_depth,
+        paths=paths,
+        observed_paths=observed_paths,
+        configured_paths=configured,
+    )
     if entry is not None and entry.lun and entry.svm:
         cluster = entry.cluster or ""
         ident = directory.by_path(cluster, entry.svm, entry.lun) if cluster else None
@@ -75,6 +85,8 @@ def resolve(
             data_class,
             queue_depth,
             paths,
+            observed_paths,
+            configured,
         )
     if serial:
         ident = directory.by_serial(serial)
@@ -89,5 +101,7 @@ def resolve(
                 data_class,
                 queue_depth,
                 paths,
+                observed_paths,
+                configured,
             )
     return base

@@ -28,7 +28,7 @@ def _g(rec: Mapping[str, Any], path: str, default: Any = "") -> Any:
 @dataclass
 class Inventory:
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {model, serial, processors}
-    luns: list[dict[str, str]] = field(default_factory=list)
+    luns: list[dict[str, Any]] = field(default_factory=list)
     volumes: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (svm, vol) -> info
     aggregates: dict[str, dict[str, Any]] = field(
         default_factory=dict
@@ -37,14 +37,24 @@ class Inventory:
     disk_raid_group: dict[str, str] = field(default_factory=dict)  # disk -> /aggr/plex0/rg0
     raid_ops: list[BackgroundOp] = field(default_factory=list)
     fc_ports: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (node, port) -> info
+    degraded_raid_groups: dict[str, int] = field(default_factory=dict)  # aggregate -> degraded RAID groups
 
 
-LUN_FIELDS = "name,uuid,serial_number,svm.name,location.volume.name,location.node.name,os_type,status.state"
+def _thin(requested: object) -> bool | None:
+    """``space.guarantee.requested`` false is a thin LUN; absent (older releases) is unknown."""
+    return (not requested) if isinstance(requested, bool) else None
+
+
+LUN_FIELDS = (
+    "name,uuid,serial_number,svm.name,location.volume.name,location.node.name,os_type,status.state,"
+    "space.guarantee.requested"
+)
 VOLUME_FIELDS = (
     "name,uuid,svm.name,aggregates.name,aggregates.uuid,style,"
-    "movement.state,movement.percent_complete,movement.destination_aggregate.name"
+    "movement.state,movement.percent_complete,movement.destination_aggregate.name,"
+    "space.size,space.available"
 )
-AGGR_FIELDS = "name,uuid,node.name,block_storage.primary.disk_type,block_storage.primary.disk_count"
+AGGR_FIELDS = "name,uuid,node.name,state,block_storage.primary.disk_type,block_storage.primary.disk_count"
 DISK_FIELDS = "name,type,rpm,container_type,aggregates.name,node.name,state"
 NODE_FIELDS = "name,uuid,model,serial_number,controller.cpu"
 FC_PORT_FIELDS = "name,node.name,enabled,state,speed.maximum,fabric.connected,fabric.connected_speed"
@@ -68,6 +78,9 @@ def fetch_static(client: OntapClient, inv: Inventory) -> None:
             "serial": str(r.get("serial_number", "")),
             "os_type": str(r.get("os_type", "")),
             "node": str(_g(r, "location.node.name")),
+            "state": str(_g(r, "status.state")),
+            # no space guarantee requested: a thin LUN, taken offline when its volume fills
+            "thin": _thin(_g(r, "space.guarantee.requested", None)),
         }
         for r in client.records("/api/storage/luns", {"fields": LUN_FIELDS})
     ]
@@ -77,6 +90,7 @@ def fetch_static(client: OntapClient, inv: Inventory) -> None:
             "node": str(_g(r, "node.name")),
             "disk_type": str(_g(r, "block_storage.primary.disk_type")),
             "disk_count": _g(r, "block_storage.primary.disk_count", None),
+            "state": str(r.get("state", "")),
         }
         for r in client.records("/api/storage/aggregates", {"fields": AGGR_FIELDS})
     }
@@ -110,9 +124,12 @@ def fetch_dynamic(
             "style": str(r.get("style", "")),
             "move_state": str(_g(r, "movement.state")),
             "move_percent": _g(r, "movement.percent_complete", None),
+            "size": _g(r, "space.size", None),
+            "available": _g(r, "space.available", None),
         }
     ops: list[BackgroundOp] = []
     raid_of: dict[str, str] = {}
+    degraded: dict[str, int] = {}
     for aggr, info in inv.aggregates.items():
         if not info["uuid"]:
             continue
@@ -125,6 +142,8 @@ def fetch_dynamic(
                                         percent=float(_g(plex, "resync.percent", 0))))  # fmt: skip
             for rg in plex.get("raid_groups") or []:
                 path = f"/{aggr}/{pname}/{rg.get('name', '')}"
+                if _g(rg, "degraded", False) is True:
+                    degraded[aggr] = degraded.get(aggr, 0) + 1
                 for d in rg.get("disks") or []:
                     raid_of[str(_g(d, "disk.name"))] = path
                 for key, op in (("reconstruct", "reconstruct"), ("recomputing_parity", "recompute_parity")):
@@ -133,6 +152,7 @@ def fetch_dynamic(
                                                 percent=float(_g(rg, f"{key}.percent", 0))))  # fmt: skip
     inv.raid_ops = ops
     inv.disk_raid_group = raid_of
+    inv.degraded_raid_groups = degraded
     inv.fc_ports = fetch_fc_ports(client)
     return vol_recs
 

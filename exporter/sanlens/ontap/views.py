@@ -73,6 +73,8 @@ def build_view(
     ports: list[FcPortStats] = []
     seen_vols: set[tuple[str, str]] = set()
     seen_nodes: set[str] = set()
+    seen_disks: set[str] = set()
+    seen_ports: set[tuple[str, str]] = set()
     for row, values in cooked:
         tdef = cat.get(row.table)
         if tdef is None:
@@ -96,6 +98,8 @@ def build_view(
                     f.get("write_latency_s"),
                     f.get("read_bytes_s"),
                     f.get("write_bytes_s"),
+                    str(meta.get("state", "")),
+                    meta.get("thin"),
                 )
             )
         elif row.table == "volume":
@@ -124,6 +128,8 @@ def build_view(
                     f.get("avg_latency_s"),
                     i.get("move_state", ""),
                     _f(i.get("move_percent")),
+                    _f(i.get("size")),
+                    _f(i.get("available")),
                 )
             )
         elif row.table in ("system:node", "sysstat"):
@@ -160,8 +166,10 @@ def build_view(
                     f.get("busy_ratio"),
                     f.get("read_iops"),
                     f.get("write_iops"),
+                    i.get("state", ""),
                 )
             )
+            seen_disks.add(name)
         elif row.table == "fcp":
             p = inv.fc_ports.get((lab["node"], lab["port"]), {})
             speed = p.get("speed_gbps") or _speed_property(row.properties.get("link.speed", ""))
@@ -179,8 +187,10 @@ def build_view(
                     f.get("queue_full"),
                     f.get("threshold_full"),
                     f.get("link_errors"),
+                    bool(p.get("enabled", True)),
                 )
             )
+            seen_ports.add((lab["node"], lab["port"]))
     if inventory is not None:
         for key, i in inv.volumes.items():  # volumes without counters still carry move state
             if key not in seen_vols and i.get("move_state"):
@@ -199,8 +209,32 @@ def build_view(
         for name, n in inv.nodes.items():
             if name not in seen_nodes:
                 nodes.append(NodeStats(cluster, name, n.get("model", ""), _int(n.get("processors"))))
+        # a failed disk serves no I/O and has no counter row: its state is all there is
+        for name, i in inv.disks.items():
+            if name not in seen_disks and "broken" in (i.get("state"), i.get("container")):
+                disks.append(
+                    DiskStats(cluster, name, i.get("aggregate", ""), i.get("node", ""), "", i.get("type", ""),
+                              i.get("container", ""), state=i.get("state", ""))
+                )  # fmt: skip
+        # a port whose link is down may answer no counter row either
+        for (node_name, port), p in inv.fc_ports.items():
+            if (node_name, port) not in seen_ports:
+                ports.append(
+                    FcPortStats(cluster, node_name, port, p.get("speed_gbps"), p.get("state", ""),
+                                enabled=bool(p.get("enabled", True)))
+                )  # fmt: skip
+    rebuilding = {op.aggregate for op in inv.raid_ops if op.operation == "reconstruct"}
     aggrs = tuple(
-        AggregateInfo(cluster, a, i["node"], i["disk_type"], _int(i["disk_count"]))
+        AggregateInfo(
+            cluster,
+            a,
+            i["node"],
+            i["disk_type"],
+            _int(i["disk_count"]),
+            str(i.get("state", "")),
+            inv.degraded_raid_groups.get(a, 0),
+            a in rebuilding,
+        )
         for a, i in inv.aggregates.items()
     )
     moves = tuple(

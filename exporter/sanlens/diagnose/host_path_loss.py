@@ -1,0 +1,64 @@
+"""host_path_loss: a host disk runs on fewer active paths than it is configured for.
+
+MPIO hides a lost path: I/O keeps flowing on the others, at half the queue
+(Q_eff = queue depth x paths) and with no redundancy left. The host reports its
+active paths (sanlens's textfile script, WinRM's MPIO query); the config says how
+many each disk should have (``paths`` of the host or of one disk). Fewer active
+than configured pages: the next failure on that path is an outage.
+
+Host-only and joined data behave alike (one subject per host disk); a disk whose
+host does not report paths is not judged.
+"""
+
+from __future__ import annotations
+
+from sanlens.diagnose.base import Context, Observation, Thresholds, of_disk
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
+
+SPEC = DiagnosisSpec(
+    id="host_path_loss",
+    title="Host disk lost a path",
+    summary="Fewer active MPIO paths than configured for the disk (host or disk `paths`).",
+    subject="host disk",
+    thresholds=(),
+    sustain_s=60.0,
+    exit_s=300.0,
+    severity={2: "active paths < configured paths"},
+    fix="Find the failed HBA port, cable, switch port or zone (mpclaim -s -d; the switch's port state) and restore it.",
+    evidence=(
+        Evidence("active_paths", "paths", "MPIO paths the host reports now", "active paths"),
+        Evidence("configured_paths", "paths", "paths the config says the disk should have", "configured"),
+    ),
+    dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
+    pages=True,
+    # the disks of one host lose their paths together (an HBA, a cable, a switch): one incident
+    incident_by=("cluster", "host"),
+)
+ID = SPEC.id
+
+
+def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
+    out = []
+    for d in ctx.host_disks():
+        active, want = d.observed_paths, d.configured_paths
+        if active is None or want is None:
+            continue
+        level = 2 if active < want else 0
+        advice = ""
+        if level:
+            advice = (
+                f"Host {d.host} disk {d.disk}: {active} of {want} paths active. I/O runs on the rest with "
+                f"{d.queue_depth * max(active, 1)} instead of {d.queue_depth * want} outstanding commands and no "
+                "redundancy: check `mpclaim -s -d`, the HBA ports, cables, switch ports and zoning."
+            )
+        out.append(
+            of_disk(
+                ID,
+                d,
+                level,
+                1.0 - active / want if want else 0.0,
+                {"active_paths": float(active), "configured_paths": float(want)},
+                advice,
+            )
+        )
+    return out
