@@ -289,3 +289,65 @@ def exp_metric_samples(exp: Any, family: str) -> list[dict[str, str]]:
         if f.name == family
         for s in f.samples
     ]
+
+
+PATH_PAGES = {"host_path_loss", "fc_port_down", "lun_not_online"}
+PATH_TICKETS = {"disk_failed", "aggregate_degraded", "lun_not_online"}
+
+
+def test_san_path_faults_page_and_the_rest_is_ticketed(harness: Harness) -> None:  # noqa: F811
+    """The simulator's path-faults scenario: lost paths page, a failed disk and a degraded aggregate are
+    tickets; every alert names its incident."""
+    pd = harness.start_fake_pagerduty()
+    tickets = TicketWebhook()
+    harness.add_cleanup("ticket-webhook", tickets.stop)
+    key_file = harness.write("pagerduty-routing-key", ROUTING_KEY + "\n")
+    key_file.chmod(0o600)
+    am = harness.start_alertmanager(fast_alertmanager(pd.enqueue_url, key_file, tickets.url))
+    sim = harness.start_simulator("path-faults")
+    hosts = [
+        {"name": h, "url": f"{sim.url}/windows/{h}/metrics", "poll_interval": "1s", "paths": 2}
+        for h in sim.hosts
+    ]
+    exp = harness.start_exporter(sim, ontap_interval=1.0, sustain_scale=0.02, extra={"hosts": hosts})
+    harness.start_prometheus(
+        {"sanlens": [exp.address]},
+        rule_files=[fast_rules(harness.path("sanlens.rules.yaml"))],
+        alertmanager=am,
+    )
+
+    def paged() -> set[str]:
+        return {
+            e["payload"]["custom_details"]["incident"].split(":", 1)[0]
+            for e in pd.bodies()
+            if e.get("event_action") == "trigger"
+        }
+
+    def ticketed() -> set[str]:
+        return {a["labels"].get("incident", "").split(":", 1)[0] for a in tickets.alerts()}
+
+    t0 = time.monotonic()
+    harness.wait_until(
+        lambda: (paged() >= PATH_PAGES and ticketed() >= PATH_TICKETS) or None,
+        MIXED_TIMEOUT_S,
+        1.0,
+        "the path faults paged and ticketed",
+    )
+    print(f"path faults paged and ticketed after {time.monotonic() - t0:.1f}s")
+    c = sim.cluster_name
+    pages = {
+        e["payload"]["custom_details"]["incident"] for e in pd.bodies() if e.get("event_action") == "trigger"
+    }
+    assert f"host_path_loss:{c}/sql01" in pages
+    assert f"fc_port_down:{c}/{c}-02/0d" in pages
+    assert f"lun_not_online:{c}/svm1/n02a_vol1" in pages
+    assert paged() == PATH_PAGES, "only the path faults page"
+    tickets_by_alert = {a["labels"]["alertname"]: a for a in tickets.alerts()}
+    assert (
+        tickets_by_alert["SanlensLunNotOnline"]["labels"]["incident"] == f"lun_not_online:{c}/svm1/full_vol"
+    )
+    assert tickets_by_alert["SanlensDiskFailed"]["labels"]["incident"] == f"disk_failed:{c}/1.0.12"
+    assert tickets_by_alert["SanlensAggregateDegraded"]["labels"]["incident"] == (
+        f"aggregate_degraded:{c}/aggr_sas_nospare"
+    )
+    assert {e["payload"]["severity"] for e in pd.bodies()} == {"critical"}

@@ -59,6 +59,7 @@ class Builder:
         self.fa_queue_full: dict[
             str, float
         ] = {}  # node -> per port, per second: an over-subscribed front end
+        self.down_ports: set[tuple[str, str]] = set()  # (node, port) whose link is lost
         self._bay: dict[str, int] = {}
         self._by_vol: dict[tuple[str, str], list[Lun]] = {}
 
@@ -300,6 +301,7 @@ class Builder:
                         port,
                         self.fc_speed_gbps,
                         self.fa_queue_full.get(n.name, 0.0),
+                        "link_disconnected" if (n.name, port) in self.down_ports else "online",
                     )
                 )
         return World(

@@ -123,8 +123,8 @@ def lun_records(estate: Estate, w: World, page: list[Lun], t: float, with_stats:
             },
             "os_type": x.os_type,
             "serial_number": x.serial,
-            "status": {"state": "online", "container_state": "online", "mapped": True, "read_only": False},
-            "space": {"size": 536870912000},
+            "status": {"state": x.state, "container_state": "online", "mapped": True, "read_only": False},
+            "space": {"size": 536870912000, "guarantee": {"requested": not x.thin, "reserved": not x.thin}},
         }
         if with_stats:
             rec["statistics"] = _keyperf(estate, "lun", x.key, t, LUN_STATS)
@@ -145,6 +145,11 @@ def volume_records(estate: Estate, w: World, page: list[Volume], t: float, with_
             "style": "flexvol",
             "type": "rw",
             "state": "online",
+            "space": {
+                "size": int(v.size_bytes),
+                "available": int(v.size_bytes * (1.0 - v.used_ratio)),
+                "used": int(v.size_bytes * v.used_ratio),
+            },
         }
         if v.moving:
             dest, pct = v.moving
@@ -169,7 +174,7 @@ def aggregate_records(w: World, page: list[Aggregate]) -> list[Json]:
             "uuid": a.uuid,
             "name": a.name,
             "node": {"name": a.node, "uuid": node_uuid(w, a.node)},
-            "state": "online",
+            "state": a.state,
             "block_storage": {
                 "primary": {
                     "disk_count": len(a.disks),
@@ -200,7 +205,7 @@ def plex_records(estate: Estate, w: World, aggr_uuid: str, t: float) -> list[Jso
             {
                 "name": rg.name,
                 "cache_tier": False,
-                "degraded": active,
+                "degraded": active or rg.degraded,
                 "recomputing_parity": {"active": False, "percent": 0},
                 "reconstruct": {"active": active, "percent": int(pct) if active else 0},
                 "disks": [
@@ -269,14 +274,14 @@ def fc_port_records(w: World, page: list[Lif]) -> list[Json]:
                 "node": {"name": x.node, "uuid": node_uuid(w, x.node)},
                 "description": f"Fibre Channel Target Adapter {x.port} (QLogic 2742 (2742), rev. 2, 32G)",
                 "enabled": True,
-                "state": "online",
+                "state": x.port_state,
                 "physical_protocol": "fibre_channel",
                 "supported_protocols": ["fcp"],
                 "speed": {"configured": "auto", "maximum": "32"},
                 "wwnn": "20:00:00:50:56:b4:" + uuid[-5:-3] + ":" + uuid[-2:],
                 "wwpn": "20:01:00:50:56:b4:" + uuid[-5:-3] + ":" + uuid[-2:],
                 "fabric": {
-                    "connected": True,
+                    "connected": x.port_state == "online",
                     "connected_speed": x.speed_gbps,
                     "name": "20:00:00:05:33:a1:b2:c3",
                     "port_address": "10100",

@@ -325,6 +325,33 @@ def mixed(k: Knobs, phase: int) -> Builder:
     return b
 
 
+# ------------------------------------------------------------------ path-faults
+def path_faults(k: Knobs, phase: int) -> Builder:
+    """The healthy estate with one of each SAN path fault, each on its own subject."""
+    b = _builder(k, MODERN)
+    n1, n2 = b.node(), b.node()
+    _balanced(b, n1, "n01a")
+    _balanced(b, n2, "n02a")
+    # sql01 disk 1 runs on 1 of its 2 paths (configure the host with paths: 2)
+    h = b.host("sql01")
+    for i, v in enumerate(_vols(b, "n01a")):
+        lun = b.luns_of(v)[0]
+        b.host_disk(h, lun, (0.9, 1.2), 0.85, 1.0, paths=1 if i == 0 else 2)
+    # a LUN ONTAP took offline, and a thin LUN in a volume 97 % full
+    b.luns_of(_vols(b, "n02a")[0])[1].state = "offline"
+    b.volume(b.aggregates[0], "full_vol", 500.0).used_ratio = 0.97
+    # node 2's second FC target port lost its link
+    b.down_ports.add((n2.name, "0d"))
+    # a failed disk, and an aggregate degraded with no spare of its type to rebuild onto
+    broken = b.spare(n1)
+    broken.container_type = broken.state = "broken"
+    hdd = b.aggregate(n2, [(14, 0.2)], disk_type="sas", name="aggr_sas_nospare")
+    hdd.raid_groups[0].degraded = True
+    b.volume(hdd, "archive", 200.0, lat_ms=(4.0, 5.0))
+    b.spare(n2)
+    return b
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -375,6 +402,13 @@ SCENARIOS: dict[str, Scenario] = {
             ),
             mixed,
             _rebuild_phases(0.1),
+        ),
+        Scenario(
+            "path-faults",
+            "a host disk on 1 of 2 paths, an offline LUN, a thin LUN in a full volume, an FC port down, "
+            "a failed disk and an aggregate degraded without a spare",
+            ("host_path_loss", "lun_not_online", "fc_port_down", "disk_failed", "aggregate_degraded"),
+            path_faults,
         ),
     )
 }

@@ -128,6 +128,7 @@ class RaidGroup:
     name: str
     disks: list[Disk]
     reconstruct: tuple[float, float] | None = None  # (start offset s, percent per s)
+    degraded: bool = False  # a member failed and no spare rebuilds it
 
 
 @dataclass
@@ -138,6 +139,7 @@ class Aggregate:
     disk_type: str
     raid_type: str
     raid_groups: list[RaidGroup]
+    state: str = "online"
 
     @property
     def disks(self) -> list[Disk]:
@@ -182,6 +184,8 @@ class Volume:
     node: str
     io: IoRates = field(default_factory=IoRates)
     moving: tuple[str, float] | None = None  # (destination aggregate, percent)
+    size_bytes: float = 2.0**40
+    used_ratio: float = 0.45
 
 
 @dataclass
@@ -194,6 +198,8 @@ class Lun:
     node: str
     io: IoRates = field(default_factory=IoRates)
     os_type: str = "windows_2008"
+    state: str = "online"  # status.state
+    thin: bool = True  # no space guarantee, as most SAN LUNs on AFF are
 
     @property
     def key(self) -> str:
@@ -211,6 +217,7 @@ class Lif:
     port: str = "0c"
     speed_gbps: int = 16
     queue_full: float = 0.0  # queue-full responses per second at the port
+    port_state: str = "online"  # /api/network/fc/ports state
 
 
 @dataclass
