@@ -66,7 +66,8 @@ class HostIntervals:
         if self.origin is None:
             self.origin = float(times[0])
             if self.end_hint is not None:
-                self.width = max(self.width, (self.end_hint - self.origin) / MAX_STEPS)
+                # the last row falls in the last of MAX_STEPS intervals, clear of rounding
+                self.width = max(self.width, (self.end_hint - self.origin) / (MAX_STEPS - 0.5))
         v = values[:, self.index]
         ok = np.isfinite(v)
         v0 = np.where(ok, v, 0.0)
