@@ -93,6 +93,7 @@ def render() -> str:
                             )
                         else:
                             exporter.state.record_success(snap, POLL_DURATION)
+                    exporter.engine.evaluate_pending()  # as the engine thread does after each round
                 exporter.server.exposition.refresh()  # the renderer thread may not have run yet
                 url = f"http://127.0.0.1:{exporter.port}/metrics"
                 with urllib.request.urlopen(url, timeout=30) as resp:

@@ -26,6 +26,10 @@ STOP_BUDGET_S = 1.0
 daemon worker and never delays shutdown."""
 SIGNAL_CHECK_S = 0.2
 """How often the main thread looks at the flags the signal handlers set."""
+JUDGE_EVERY_S = 30.0
+"""The engine judges what the polls brought at most this often (and at most once per the
+shortest ONTAP interval): several host polls between two judgements cost one evaluation.
+Sustain windows are minutes long, so this pace loses nothing."""
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,9 @@ class Exporter:
         self.listen = listen or cfg.listen
         self.state = State()
         self.stop_event = threading.Event()
-        self.engine = Engine(cfg.diagnose)
+        self.engine = Engine(cfg.diagnose, deferred=True)
         self.state.engine = self.engine
+        self.judge = threading.Thread(target=self._judge, name="engine", daemon=True)
         self.directory = LunDirectory()
         self._lock = threading.Lock()  # reload and stop, one at a time
         self._started = False
@@ -85,6 +90,7 @@ class Exporter:
         with self._lock:
             self._started = True
             self.server.start()
+            self.judge.start()
             for p in self.pollers:
                 p.start()
 
@@ -102,6 +108,28 @@ class Exporter:
             for r in running:
                 if r.poller.ident is None:  # never started: nobody else closes its source
                     _close(r.source)
+
+    def judge_every(self) -> float:
+        """Seconds between engine evaluations: JUDGE_EVERY_S, or less when the targets poll faster."""
+        ontap = [
+            float(r.target.poll_interval) for r in self._running.values() if isinstance(r.target, OntapTarget)
+        ]
+        every = [float(r.target.poll_interval) for r in self._running.values()]
+        return max(min([JUDGE_EVERY_S, *(ontap or every)]), 0.1)
+
+    def _judge(self) -> None:
+        last = -float("inf")
+        while not self.stop_event.wait(0.1):
+            if time.monotonic() - last < self.judge_every():
+                continue
+            try:
+                judged = self.engine.evaluate_pending()
+            except Exception:  # a diagnosis bug must not stop the judging
+                log.exception("diagnosis engine failed")
+                judged = True
+            if judged:
+                last = time.monotonic()
+                self.state.touch()
 
     def reload(self, cfg: Config) -> None:
         """Replace the targets with ``cfg``'s; on any error the running config stays as it was.

@@ -372,7 +372,7 @@ class ExporterServer:
         path = request.target.split(b"?", 1)[0]
         if path == b"/metrics":
             if "gzip" in (_header(request, b"accept-encoding") or ""):
-                body = await self._work(self.exposition.gzip)
+                body = self.exposition.gzip()  # bytes joined: cheaper than a hop to a worker thread
                 headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
                 return _Response(200, body, METRICS_CONTENT_TYPE, headers)
             return _Response(

@@ -152,8 +152,9 @@ class State:
                 self.engine.update(snap)
             except Exception:  # a diagnosis bug must not stop polling
                 log.exception("diagnosis engine failed on %s", snap.target)
-            with self._lock:
-                self._bump()
+            if not getattr(self.engine, "deferred", False):  # a deferred one says when it has judged
+                with self._lock:
+                    self._bump()
 
     def record_failure(self, name: str, kind: str, reason: str, message: str, duration: float | None) -> None:
         """Count a failed poll; ``duration`` None (a poll skipped, not run) keeps the last one."""

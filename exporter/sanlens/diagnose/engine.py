@@ -19,6 +19,7 @@ import copy
 import logging
 import math
 import threading
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,7 +107,7 @@ class Engine:
         """``deferred``: ``update`` only stores views; ``evaluate_pending`` judges them."""
         self._lock = threading.RLock()
         self.deferred = deferred
-        self._pending = False
+        self._inbox: deque[Snapshot] = deque()
         cfg = cfg or DiagnoseConfig()
         self._configure(cfg)
         self._history = History(cfg.history)
@@ -135,37 +136,42 @@ class Engine:
 
     # ------------------------------------------------------------ feeding
     def update(self, snapshot: Snapshot) -> None:
-        view = snapshot.view
-        if not isinstance(view, OntapView | HostView):
+        """Take a poll's view; a deferred engine only queues it, so a poller never waits here."""
+        if not isinstance(snapshot.view, OntapView | HostView):
             return
-        with self._lock:
-            if isinstance(view, OntapView):
-                self._ontap[view.cluster] = view
-                self._history.add_ontap(view)
-            else:
-                self._hosts[view.host] = view
-                self._history.add_host(view)
-            ts = num(view.timestamp)
-            ts = num(snapshot.timestamp) if ts is None else ts
-            if ts is not None:
-                self._now = max(self._now, ts)
-            self._pending = True
-            if not self.deferred:
-                self._judge()
+        self._inbox.append(snapshot)  # atomic: no lock, whatever the engine is doing
+        if not self.deferred:
+            self.evaluate_pending()
 
     def evaluate_pending(self) -> bool:
-        """Judge the views stored since the last evaluation; False when there were none.
+        """Judge the views taken since the last evaluation; False when there were none.
 
         A deferred engine (``sanlens serve``) is judged from its own thread at a steady pace,
         so several host polls between two evaluations cost one evaluation, not one each."""
         with self._lock:
-            if not self._pending:
+            if not self._inbox:
                 return False
+            while self._inbox:
+                self._store(self._inbox.popleft())
             self._judge()
             return True
 
+    def _store(self, snapshot: Snapshot) -> None:
+        view = snapshot.view
+        if isinstance(view, OntapView):
+            self._ontap[view.cluster] = view
+            self._history.add_ontap(view)
+        elif isinstance(view, HostView):
+            self._hosts[view.host] = view
+            self._history.add_host(view)
+        else:
+            return
+        ts = num(view.timestamp)
+        ts = num(snapshot.timestamp) if ts is None else ts
+        if ts is not None:
+            self._now = max(self._now, ts)
+
     def _judge(self) -> None:
-        self._pending = False
         if not math.isfinite(self._now):
             return
         self._drop_stale()

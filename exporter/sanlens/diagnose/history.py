@@ -1,6 +1,5 @@
 """Bounded history the diagnoses need beyond the latest poll.
 
-- a ring buffer of recent views per source (cluster or host);
 - per volume, a latency baseline taken only while no background operation
   touches it, so "1.4x the latency from before the operation" has a meaning;
 - per background operation, its progress samples, for an ETA from the
@@ -74,9 +73,7 @@ def affected_volumes(view: OntapView, op: BackgroundOp) -> list[VolumeStats]:
 
 class History:
     def __init__(self, size: int = 240) -> None:
-        self.size = max(int(size), 2)
-        self.ontap: dict[str, deque[OntapView]] = {}
-        self.hosts: dict[str, deque[HostView]] = {}
+        self.size = max(int(size), 2)  # progress samples kept per operation
         self._versions: dict[str, OntapVersion] = {}
         self._baseline: dict[tuple[str, str, str], deque[float]] = {}
         self._progress: dict[OpKey, deque[tuple[float, float]]] = {}
@@ -84,10 +81,10 @@ class History:
 
     # ---------------------------------------------------------------- feed
     def add_host(self, view: HostView) -> None:
-        self.hosts.setdefault(view.host, deque(maxlen=self.size)).append(view)
+        """Nothing of a host's past is needed yet: whole views are never kept (at 10,000 LUNs
+        one is megabytes), only the few numbers the diagnoses read back."""
 
     def add_ontap(self, view: OntapView) -> None:
-        self.ontap.setdefault(view.cluster, deque(maxlen=self.size)).append(view)
         if view.version is not None:
             self._versions[view.cluster] = view.version
         ops = active_ops(view)
@@ -123,8 +120,12 @@ class History:
             self._progress.pop(k, None)
 
     def forget(self, source: str) -> None:
-        self.ontap.pop(source, None)
-        self.hosts.pop(source, None)
+        self._versions.pop(source, None)
+        for key in [k for k in self._baseline if k[0] == source]:
+            del self._baseline[key]
+        for op in [k for k in self._first_seen if k[0] == source]:
+            self._first_seen.pop(op, None)
+            self._progress.pop(op, None)
 
     # ---------------------------------------------------------------- read
     def version(self, cluster: str) -> OntapVersion | None:
