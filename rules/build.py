@@ -398,6 +398,12 @@ def recording_rules(cfg: MixinConfig = DEFAULT) -> list[dict[str, Any]]:
             "fcp_port:sanlens_ontap_fcp_port_queue_full:rate5m",
             f"sum by ({port_by}) ({_rate('sanlens_ontap_fcp_port_queue_full_total')})",
         ),
+        # ONTAP disks: busy ratio, what the disks dashboard ranks its aggregates by.
+        (
+            "disk:sanlens_ontap_disk_busy:ratio_rate5m",
+            f"{_rate('sanlens_ontap_disk_busy_seconds_total')}\n"
+            f"  / {_rate('sanlens_ontap_disk_elapsed_seconds_total')}",
+        ),
         # ONTAP node CPU: domain busy as a ratio of ONE core (serial domains cap at 1).
         (
             "node_domain:sanlens_ontap_node_domain_busy:core_ratio_rate5m",

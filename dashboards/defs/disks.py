@@ -5,9 +5,9 @@ from __future__ import annotations
 from mixin.config import MixinConfig
 
 from ..lib import Json
-from ..lib.dashboard import Layout, Var, chained, dashboard
+from ..lib.dashboard import Layout, TopVar, chained, dashboard
 from ..lib.panels import Column, gauge_cell, instant, panel, table, target
-from ..lib.promql import sel, srate
+from ..lib.promql import sel, srate, top
 from ..lib.thresholds import bands, num, pct
 
 NAME = "disks"
@@ -26,12 +26,15 @@ def balance(cfg: MixinConfig, lay: Layout, a: str) -> None:
     )
     lay.add(
         panel(
-            "heatmap",
-            "Disk busy distribution",
-            "How many disks of the aggregate sit at each busy level over time; a second band of hot disks after "
-            f"an expansion is what {IMBALANCE} looks for.",
-            target(busy, "{{disk}}"),
-            unit="percentunit",
+            "timeseries",
+            "Disks per busy band",
+            "How many disks of the aggregate sit at each busy level (rounded to 10 %) over time, counted in "
+            "Prometheus so a large aggregate is still a handful of lines; a second band of hot disks after an "
+            f"expansion is what {IMBALANCE} looks for.",
+            target(f'count_values("busy", round({busy}, 0.1))', "{{busy}} busy"),
+            unit="none",
+            decimals=0,
+            min_=0,
         ),
         12,
         8,
@@ -40,9 +43,9 @@ def balance(cfg: MixinConfig, lay: Layout, a: str) -> None:
         panel(
             "bargauge",
             "Busy per disk now",
-            f"Each disk's busy ratio now. Orange from {pct(th('min_max_busy_ratio'))} (the minimum max-busy of "
+            f"The busiest $topn disks now. Orange from {pct(th('min_max_busy_ratio'))} (the minimum max-busy of "
             f"{IMBALANCE}), red from {pct(th('critical_max_busy_ratio'))}.",
-            instant(busy, "{{disk}}"),
+            instant(top(busy), "{{disk}}"),
             unit="percentunit",
             thresholds=bands(cfg, IMBALANCE, "min_max_busy_ratio", "critical_max_busy_ratio"),
             min_=0,
@@ -87,7 +90,7 @@ def balance(cfg: MixinConfig, lay: Layout, a: str) -> None:
             "Busy per RAID group",
             "Average disk busy per RAID group: after an expansion the newest groups run hotter "
             f"(newest / older > {num(th('newest_raid_group_ratio'))} is one of the imbalance signals).",
-            target(raid_group, "{{raid_group}}"),
+            target(top(raid_group), "{{raid_group}}"),
             unit="percentunit",
             thresholds=bands(cfg, IMBALANCE, "min_max_busy_ratio"),
             min_=0,
@@ -99,7 +102,7 @@ def balance(cfg: MixinConfig, lay: Layout, a: str) -> None:
 
 
 def background(lay: Layout, a: str) -> None:
-    bg = f"{sel('cluster')}, {sel('aggregate', or_blank=True)}"
+    bg = sel("cluster")  # every running operation of the cluster: a few at most, busiest aggregate or not
     eta = f"sanlens_background_operation_eta_seconds{{{bg}}}"
     lay.add(
         table(
@@ -146,7 +149,7 @@ def background(lay: Layout, a: str) -> None:
 def build(cfg: MixinConfig) -> Json:
     a = sel("cluster", "aggregate")
     lay = Layout()
-    lay.row("Aggregate $aggregate", repeat="aggregate")
+    lay.row("Aggregate $aggregate", repeat="aggregate")  # the busiest $topn only
     balance(cfg, lay, a)
     lay.row("Background operations")
     background(lay, a)
@@ -156,6 +159,13 @@ def build(cfg: MixinConfig) -> Json:
         "sanlens / Disks and background operations",
         "Is an aggregate's load spread evenly over its disks, and is a rebuild or volume move slowing it down "
         "(and when will it finish)?",
-        chained(Var("aggregate", "Aggregate", "sanlens_ontap_aggregate_info")),
+        chained(
+            TopVar(
+                "aggregate",
+                "Aggregate (busiest disk)",
+                'max by (aggregate) (disk:sanlens_ontap_disk_busy:ratio_rate5m{{sel}, aggregate!=""})',
+            ),
+            top_n=cfg.top_n,
+        ),
         lay,
     )

@@ -1,50 +1,45 @@
-"""sanlens / I/O path per LUN: where the time goes between a Windows host disk and its ONTAP LUN."""
+"""sanlens / I/O path per LUN: where the time goes between a Windows host disk and its ONTAP LUN,
+and whether the paths to it (host MPIO paths, FC LIFs and target ports, LUN state) are all there."""
 
 from __future__ import annotations
 
 from mixin.config import MixinConfig
 
 from ..lib import Json
-from ..lib.dashboard import Layout, Var, chained, dashboard
-from ..lib.panels import DASHED, Column, fixed, instant, panel, series, table, target
-from ..lib.promql import RW, evidence, per_op, rate, sel, srate, times_configured
-from ..lib.thresholds import bands, data_latency, kilo, ms, pct
+from ..lib.dashboard import Layout, TopVar, chained, dashboard
+from ..lib.panels import DASHED, Column, fixed, instant, mapped, panel, series, table, target
+from ..lib.promql import RW, evidence, mbps, per_op, rate, sel, srate, times_configured, top
+from ..lib.thresholds import bands, data_latency, kilo, ms, pct, steps
 
 NAME = "io-path"
 HOST_DISK = "sanlens_host_disk"
 LUN = "sanlens_ontap_lun"
+PATH_DIAGNOSES = ("host_path_loss", "lun_not_online", "fc_port_down")
+SEVERITY = mapped("color-background", ("1", "warning", "orange"), ("2", "critical", "red"))
 
 
-def build(cfg: MixinConfig) -> Json:
+def lun_row(cfg: MixinConfig, lay: Layout) -> None:
     th = cfg.threshold
+    m = cfg.latency_min_iops
     hs = sel("cluster", "host", "lun")
     os_ = sel("cluster", "lun")
-    gap = f"({per_op('cluster, lun, op', HOST_DISK, hs)}) - on (cluster, lun, op) ({per_op('cluster, lun, op', LUN, os_, RW)})"
+    gap = (
+        f"({per_op('cluster, lun, op', HOST_DISK, hs, min_iops=m)}) - on (cluster, lun, op) "
+        f"({per_op('cluster, lun, op', LUN, os_, RW, min_iops=m)})"
+    )
     q_eff = f"max by (host, disk) ({HOST_DISK}_queue_depth{{{hs}}} * {HOST_DISK}_paths{{{hs}}})"
     disk = "{{host}} disk {{disk}}"
-    lay = Layout()
-    lay.row("Mapped LUNs")
-    lay.add(
-        table(
-            "Host disks mapped to ONTAP LUNs",
-            "Each host disk joined to its LUN (by serial or static mapping), with its drives and data class.",
-            Column(f"{HOST_DISK}_info{{{hs}}}"),
-            hide=("Time", "Value", "__name__", "job", "instance"),
-        ),
-        24,
-        6,
-    )
     lay.row("LUN $lun", repeat="lun")
     lay.add(
         panel(
             "timeseries",
             "Latency: host vs ONTAP LUN",
-            "Average latency per op as the host sees it (PerfMon Avg. Disk sec/op) and as ONTAP serves it. "
-            "Dashed lines: the data-class thresholds of latency_slo "
+            "Average latency per op as the host sees it (PerfMon Avg. Disk sec/op) and as ONTAP serves it, "
+            f"only where at least {m:g} ops/s ran. Dashed lines: the data-class thresholds of latency_slo "
             f"({ms(th('latency_slo', 'data_warning_seconds'))} warning, "
             f"{ms(th('latency_slo', 'data_critical_seconds'))} critical).",
-            target(per_op("host, disk, op", HOST_DISK, hs), f"host {disk} {{{{op}}}}"),
-            target(per_op("cluster, op", LUN, os_, RW), "ONTAP {{op}}"),
+            target(per_op("host, disk, op", HOST_DISK, hs, min_iops=m), f"host {disk} {{{{op}}}}"),
+            target(per_op("cluster, op", LUN, os_, RW, min_iops=m), "ONTAP {{op}}"),
             unit="s",
             thresholds=data_latency(cfg),
             min_=0,
@@ -99,7 +94,7 @@ def build(cfg: MixinConfig) -> Json:
             min_=0,
             overrides=[series("^(Q_eff|fill limit).*", DASHED)],
         ),
-        8,
+        6,
         8,
     )
     lay.add(
@@ -114,7 +109,7 @@ def build(cfg: MixinConfig) -> Json:
             min_=0,
             max_=1,
         ),
-        8,
+        6,
         8,
     )
     lay.add(
@@ -133,18 +128,159 @@ def build(cfg: MixinConfig) -> Json:
             min_=0,
             overrides=[series("^LUN ceiling.*", DASHED, fixed("red"))],
         ),
+        6,
+        8,
+    )
+    lay.add(
+        panel(
+            "timeseries",
+            "Throughput: host vs ONTAP LUN",
+            "Bytes per second, reads and writes together, as the host moves them and as ONTAP serves the LUN.",
+            target(mbps("host, disk", HOST_DISK, hs), f"host {disk}"),
+            target(mbps("cluster, lun", LUN, os_), "ONTAP LUN"),
+            unit="Bps",
+            min_=0,
+        ),
+        6,
+        8,
+    )
+
+
+def paths_row(cfg: MixinConfig, lay: Layout) -> None:
+    """Are all the paths there: host MPIO paths against the config, LUN state, FC target ports."""
+    hs = sel("cluster", "host", or_blank=True)
+    c = sel("cluster")
+    findings = "|".join(PATH_DIAGNOSES)
+    state = f'sanlens_diagnosis_state{{diagnosis=~"{findings}", {hs}}}'
+    lay.row("SAN paths")
+    lay.add(
+        table(
+            "Path findings",
+            "host_path_loss (a host disk on fewer paths than configured), lun_not_online (a LUN not online, or a "
+            "thin LUN in a nearly full volume) and fc_port_down (an enabled target port that lost its link), worst "
+            "first. Empty is good.",
+            Column(
+                top(f"max by (diagnosis, subject, cluster, host, lun, node, port) ({state})"),
+                "Severity",
+                "none",
+                SEVERITY,
+            ),
+            hide=("Time", "__name__", "job", "instance"),
+            options={"sortBy": [{"displayName": "Severity", "desc": True}]},
+        ),
+        12,
+        7,
+    )
+    ratio = (
+        f"min by (host, disk) ({HOST_DISK}_paths{{{hs}}}) / "
+        f"max by (host, disk) ({HOST_DISK}_configured_paths{{{hs}}})"
+    )
+    lay.add(
+        panel(
+            "bargauge",
+            "Active / configured paths (worst disks)",
+            "MPIO paths each host disk runs on over the paths the config says it has; below 100 % is "
+            "host_path_loss. The worst $topn disks.",
+            instant(f"bottomk($topn, {ratio})", "{{host}} disk {{disk}}"),
+            unit="percentunit",
+            thresholds=steps(("red", None), ("green", 1)),
+            min_=0,
+            max_=1,
+        ),
+        12,
+        7,
+    )
+    lay.row("Front end: FC LIFs and target ports")
+    lay.add(
+        panel(
+            "timeseries",
+            "FC LIF latency (worst)",
+            "ONTAP's latency per op at each FC LIF (5m mean, only where at least "
+            f"{cfg.latency_min_iops:g} ops/s ran): the array's view of the front end. The worst $topn LIFs.",
+            target(top(f"fcp_lif:sanlens_ontap_fcp_lif_latency_seconds:mean5m{{{c}}}"), "{{node}} {{lif}}"),
+            unit="s",
+            thresholds=data_latency(cfg),
+            min_=0,
+        ),
         8,
         8,
     )
+    lay.add(
+        panel(
+            "timeseries",
+            "FC port utilization vs link speed (busiest)",
+            "The busier direction of each FC target port over its negotiated link's data rate (100 MB/s per "
+            "Gbit/s of fabric.connected_speed). Near 100 % the port is the bottleneck. The busiest $topn ports.",
+            target(
+                top(f"fcp_port:sanlens_ontap_fcp_port_utilization:ratio_rate5m{{{c}}}"), "{{node}} {{port}}"
+            ),
+            unit="percentunit",
+            thresholds=steps(("green", None), ("orange", 0.7), ("red", 0.9)),
+            min_=0,
+            max_=1,
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        panel(
+            "timeseries",
+            "FC port queue-full responses",
+            "Commands the port turned away because its queue was full (per second): the array-side sign of an "
+            "over-subscribed front end (san_oversubscription quotes it). The $topn worst ports.",
+            target(top(f"fcp_port:sanlens_ontap_fcp_port_queue_full:rate5m{{{c}}} > 0"), "{{node}} {{port}}"),
+            unit="reqps",
+            min_=0,
+        ),
+        8,
+        8,
+    )
+    lay.add(
+        table(
+            "FC target ports not online",
+            "Ports whose /api/network/fc/ports state is not online (fc_port_down pages for an enabled port that "
+            "lost its link; link_not_connected is a port never cabled). Empty is good.",
+            Column(top(f'sanlens_ontap_fc_port_info{{{c}, state!="online"}}')),
+            hide=("Time", "Value", "__name__", "job", "instance"),
+        ),
+        24,
+        5,
+    )
+
+
+def build(cfg: MixinConfig) -> Json:
+    worst_disk = "max by ({name}) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{sel}}})"
+    lay = Layout()
+    lay.row("Mapped LUNs")
+    hs = sel("cluster", "host", "lun")
+    lay.add(
+        table(
+            "Host disks mapped to ONTAP LUNs",
+            "Each host disk joined to its LUN (by serial or static mapping), with its drives and data class: "
+            "the disks of the selected (worst $topn) LUNs.",
+            Column(f"{HOST_DISK}_info{{{hs}}}"),
+            hide=("Time", "Value", "__name__", "job", "instance"),
+        ),
+        24,
+        6,
+    )
+    lun_row(cfg, lay)
+    paths_row(cfg, lay)
     return dashboard(
         cfg,
         NAME,
         "sanlens / I/O path per LUN",
-        "Where the time goes between a Windows host disk and its ONTAP LUN: host vs array latency, queues, idle "
-        "time and IOPS headroom, one row per mapped LUN.",
+        "Where the time goes between a Windows host disk and its ONTAP LUN (host vs array latency, queues, idle "
+        "time, IOPS headroom, throughput), one row per LUN of the worst $topn, and whether every path is there "
+        "(MPIO paths, LUN state, FC LIFs and target ports).",
         chained(
-            Var("host", "Host", f"{HOST_DISK}_info", 'lun!=""'),
-            Var("lun", "LUN", f"{HOST_DISK}_info", 'lun!=""'),
+            TopVar("host", "Host (worst latency)", worst_disk.format(name="host", sel="{sel}")),
+            TopVar(
+                "lun",
+                "LUN (worst host latency)",
+                worst_disk.format(name="lun", sel='{sel}, lun!=""'),
+            ),
+            top_n=cfg.top_n,
         ),
         lay,
     )

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from mixin.config import MixinConfig
 
 from ..lib import Json
-from ..lib.dashboard import Layout, Var, chained, dashboard
+from ..lib.dashboard import Layout, TopVar, Var, chained, dashboard
 from ..lib.panels import DASHED, fixed, instant, panel, series, target
-from ..lib.promql import RW, WRITES, evidence, per_op, sel, srate, times_configured
+from ..lib.promql import RW, WRITES, evidence, mbps, per_op, sel, srate, times_configured
 from ..lib.thresholds import bands, data_latency, kilo, ms, pct
 
 NAME = "lun-volume"
@@ -21,6 +21,7 @@ class Kind:
 
     title: str  # "LUN", "Volume"
     keys: str  # the labels that name one subject
+    filters: str  # the dashboard variables its panels filter on
     diagnosis: str
     ceiling: str  # the evidence that carries the version ceiling
     ops: str = ""  # narrows the latency divisor (LUNs: reads and writes only)
@@ -35,8 +36,10 @@ class Kind:
 
 
 KINDS = (
-    Kind("LUN", "cluster, svm, volume, lun", "lun_iops_ceiling", "lun_ceiling_iops", RW),
-    Kind("Volume", "cluster, svm, volume", "volume_iops_ceiling", "volume_ceiling_iops"),
+    Kind("LUN", "cluster, svm, volume, lun", "cluster, svm, lun", "lun_iops_ceiling", "lun_ceiling_iops", RW),
+    Kind(
+        "Volume", "cluster, svm, volume", "cluster, svm, volume", "volume_iops_ceiling", "volume_ceiling_iops"
+    ),
 )
 
 
@@ -44,7 +47,7 @@ def subject(cfg: MixinConfig, lay: Layout, k: Kind) -> None:
     def th(name: str, diagnosis: str = k.diagnosis) -> float:
         return cfg.threshold(diagnosis, name)
 
-    matchers = sel(*k.keys.split(", "))
+    matchers = sel(*k.filters.split(", "))
     metric = f"sanlens_ontap_{k.low}"
     iops = srate(k.keys, f"{metric}_ops_total", matchers)
     ceiling = evidence(k.keys, k.diagnosis, k.ceiling, matchers)
@@ -88,10 +91,14 @@ def subject(cfg: MixinConfig, lay: Layout, k: Kind) -> None:
         panel(
             "timeseries",
             f"{k.title} latency",
-            f"ONTAP {k.low} latency per op (Σ latency / Σ ops). Dashed: "
+            f"ONTAP {k.low} latency per op (Σ latency / Σ ops, only where at least {cfg.latency_min_iops:g} "
+            "ops/s ran). Dashed: "
             f"{ms(th('data_warning_seconds', 'latency_slo'))} warning and "
             f"{ms(th('data_critical_seconds', 'latency_slo'))} critical (data class).",
-            target(per_op(k.keys + ", op", metric, matchers, k.ops), k.legend + " {{op}}"),
+            target(
+                per_op(k.keys + ", op", metric, matchers, k.ops, min_iops=cfg.latency_min_iops),
+                k.legend + " {{op}}",
+            ),
             unit="s",
             thresholds=data_latency(cfg),
             min_=0,
@@ -116,6 +123,26 @@ def subject(cfg: MixinConfig, lay: Layout, k: Kind) -> None:
         8,
     )
 
+    lay.add(
+        panel(
+            "timeseries",
+            f"{k.title} throughput",
+            f"Bytes per second per {k.low}, reads and writes together.",
+            target(mbps(k.keys, metric, matchers), k.legend),
+            unit="Bps",
+            min_=0,
+        ),
+        24,
+        7,
+    )
+
+
+# The worst first: the highest latency (min-ops guarded) or, where none is computed, the most IOPS.
+RANK = (
+    "max by ({name}) ({rule}:sanlens_ontap_{kind}_latency_seconds:mean5m{{{sel}}}) "
+    "or max by ({name}) ({rule}:sanlens_ontap_{kind}_ops:rate5m{{{sel}}}) * 0"
+)
+
 
 def build(cfg: MixinConfig) -> Json:
     lay = Layout()
@@ -125,12 +152,22 @@ def build(cfg: MixinConfig) -> Json:
         cfg,
         NAME,
         "sanlens / LUNs and volumes",
-        "How close each LUN and volume is to the per-object IOPS ceiling of its ONTAP version, with its latency "
-        "and write share.",
+        "How close each LUN and volume is to the per-object IOPS ceiling of its ONTAP version, with its latency, "
+        "write share and throughput: the worst $topn volumes and LUNs.",
         chained(
             Var("svm", "SVM", "sanlens_ontap_volume_info"),
-            Var("volume", "Volume", "sanlens_ontap_volume_info"),
-            Var("lun", "LUN", "sanlens_ontap_lun_info"),
+            TopVar(
+                "volume",
+                "Volume (worst latency)",
+                RANK.format(name="volume", rule="volume", kind="volume", sel="{sel}"),
+            ),
+            TopVar(
+                "lun",
+                "LUN (worst latency)",
+                RANK.format(name="lun", rule="lun", kind="lun", sel="{sel}"),
+                uses=("cluster", "svm"),  # the worst LUNs of the SVM, not only of the worst volumes
+            ),
+            top_n=cfg.top_n,
         ),
         lay,
     )

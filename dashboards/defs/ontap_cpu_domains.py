@@ -5,9 +5,9 @@ from __future__ import annotations
 from mixin.config import MixinConfig
 
 from ..lib import Json
-from ..lib.dashboard import Layout, Var, chained, dashboard
+from ..lib.dashboard import Layout, Var, chained, dashboard, topn_var
 from ..lib.panels import DASHED, instant, panel, series, target
-from ..lib.promql import NOT_IDLE, configured, rate, sel, srate
+from ..lib.promql import NOT_IDLE, configured, rate, sel, srate, top
 from ..lib.thresholds import bands, pct, steps
 
 NAME = "ontap-cpu-domains"
@@ -30,8 +30,8 @@ def cpu(cfg: MixinConfig, lay: Layout, n: str) -> None:
             "timeseries",
             "Domain busy (ratio of one core)",
             "ONTAP CPU domain busy time as a ratio of one core (can exceed 100 % for parallel domains; "
-            "Σ domains ≈ processors). Serial domains (kahuna) top out at 100 %.",
-            target(f"{all_domains} / on (cluster, node) group_left () {elapsed}", "{{node}} {{domain}}"),
+            "Σ domains ≈ processors). Serial domains (kahuna) top out at 100 %. The busiest $topn (node, domain).",
+            target(top(f"{all_domains} / on (cluster, node) group_left () {elapsed}"), "{{node}} {{domain}}"),
             unit="percentunit",
             min_=0,
         ),
@@ -90,9 +90,13 @@ def volumes(cfg: MixinConfig, lay: Layout, n: str) -> None:
         panel(
             "bargauge",
             "Volumes per aggregate",
-            f"FlexVols per aggregate. Waffinity spreads work by volume: fewer than {VOLUMES_RED_BELOW} (red) or "
-            f"{VOLUMES_ORANGE_BELOW} (orange) volumes per aggregate invite serial bottlenecks.",
-            instant(f"count by (cluster, aggregate) (sanlens_ontap_volume_info{{{n}}})", "{{aggregate}}"),
+            f"FlexVols per aggregate, the $topn with fewest. Waffinity spreads work by volume: fewer than "
+            f"{VOLUMES_RED_BELOW} (red) or {VOLUMES_ORANGE_BELOW} (orange) volumes per aggregate invite serial "
+            "bottlenecks.",
+            instant(
+                f"bottomk($topn, count by (cluster, aggregate) (sanlens_ontap_volume_info{{{n}}}))",
+                "{{aggregate}}",
+            ),
             unit="none",
             thresholds=steps(("red", None), ("orange", VOLUMES_RED_BELOW), ("green", VOLUMES_ORANGE_BELOW)),
             min_=0,
@@ -105,10 +109,12 @@ def volumes(cfg: MixinConfig, lay: Layout, n: str) -> None:
         panel(
             "bargauge",
             "Ops share per volume in its aggregate",
-            f"Each volume's share of its aggregate's ops; at {pct(share)} (volume_affinity_concentration) one "
-            "volume carries the aggregate.",
+            f"The $topn largest shares of a volume in its aggregate's ops; at {pct(share)} "
+            "(volume_affinity_concentration) one volume carries the aggregate.",
             instant(
-                f"{vol_ops} / on (cluster, aggregate) group_left () sum by (cluster, aggregate) ({vol_ops})",
+                top(
+                    f"{vol_ops} / on (cluster, aggregate) group_left () sum by (cluster, aggregate) ({vol_ops})"
+                ),
                 "{{aggregate}} / {{volume}}",
             ),
             unit="percentunit",
@@ -134,6 +140,6 @@ def build(cfg: MixinConfig) -> Json:
         "sanlens / ONTAP CPU domains",
         "Is an ONTAP node limited by a serial CPU domain (Kahuna) although its average CPU is low, and is the "
         "load spread over enough volumes per aggregate?",
-        chained(Var("node", "Node", "sanlens_ontap_node_info")),
+        [*chained(Var("node", "Node", "sanlens_ontap_node_info")), topn_var(cfg.top_n)],
         lay,
     )

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from mixin.config import MixinConfig
 
+from sanlens.diagnose.registry import REGISTRY
+
 from ..lib import Json
-from ..lib.dashboard import Layout, Var, chained, dashboard, runbook_var
-from ..lib.panels import UP, Column, gauge_cell, mapped, panel, rename, table, target
-from ..lib.promql import RW, per_op, rate, sel
+from ..lib.dashboard import Layout, chained, dashboard, runbook_var, topn_var
+from ..lib.panels import UP, Column, drill, gauge_cell, mapped, panel, rename, table, target
+from ..lib.promql import mbps, rate, sel, top
 from ..lib.thresholds import GREEN, data_latency, steps
 
 NAME = "overview"
@@ -21,8 +23,27 @@ RUNBOOK_LINK = {
 }
 
 
-def diagnoses(lay: Layout) -> None:
-    d = sel("cluster", "host", or_blank=True)
+# A finding's subject labels as dashboard variables: every overview row links to its subject's dashboard.
+SUBJECT_VARS = ("cluster", "host", "svm", "volume", "lun", "node", "aggregate")
+HELPERS = tuple(f"var_{v}" for v in SUBJECT_VARS)
+
+
+def with_dashboard(cfg: MixinConfig, expr: str) -> str:
+    """``expr`` with a ``dashboard`` label (the uid of the finding's diagnosis dashboard, from its spec)
+    and a ``drill`` label (its subject as ``var-x=y&...``), built server-side so the link needs no logic."""
+    by_uid: dict[str, list[str]] = {}
+    for did, spec in REGISTRY.items():
+        by_uid.setdefault(spec.dashboard.uid, []).append(did)
+    for uid, ids in sorted(by_uid.items()):
+        uid = cfg.dashboard_uid_prefix + uid.removeprefix("sanlens-")
+        expr = f'label_replace({expr}, "dashboard", "{uid}", "diagnosis", "{"|".join(sorted(ids))}")'
+    for v, helper in zip(SUBJECT_VARS, HELPERS, strict=True):
+        expr = f'label_replace({expr}, "{helper}", "var-{v}=$1", "{v}", "(.+)")'
+    return f'label_join({expr}, "drill", "&", {", ".join(f"{chr(34)}{h}{chr(34)}" for h in HELPERS)})'
+
+
+def diagnoses(cfg: MixinConfig, lay: Layout) -> None:
+    d = sel("cluster", or_blank=True)
     state = f"sanlens_diagnosis_state{{{d}}}"
     red, orange = (steps(GREEN, (color, 1)) for color in ("red", "orange"))
     lay.add_each(
@@ -46,8 +67,9 @@ def diagnoses(lay: Layout) -> None:
             ),
             (
                 "Subjects watched",
-                "Distinct subjects (host disks, LUNs, volumes, nodes, aggregates) the engine evaluates.",
-                f"count(count by (subject) ({state}))",
+                "The most subjects one diagnosis judged at its last run (sanlens_diagnosis_subjects): host disks "
+                "and LUNs for latency_slo, the largest set.",
+                f"max(sum by (diagnosis) (sanlens_diagnosis_subjects{{{d}}}))",
                 "subjects",
                 {"thresholds": steps(("blue", None))},
             ),
@@ -61,26 +83,42 @@ def diagnoses(lay: Layout) -> None:
         ),
         unit="none",
     )
+    worst = f"topk($topn, max by ({DIAG_KEYS}) ({state}) > 0)"
     lay.add(
-        table(
-            "Active diagnoses",
-            "Every diagnosis not ok now: severity, subject, how long it has been active "
-            "(from sanlens_diagnosis_since_timestamp_seconds) and its score. The diagnosis id links to its runbook "
-            "(docs/runbooks/<diagnosis>.md under the hidden runbook_base variable).",
-            Column(f"max by ({DIAG_KEYS}) ({state}) > 0", "Severity", "none", SEVERITY),
-            Column(
-                f"time() - max by ({DIAG_KEYS}) (sanlens_diagnosis_since_timestamp_seconds{{{d}}})",
-                "Active for",
-                "s",
+        drill(
+            table(
+                "Active diagnoses (worst $topn)",
+                "The worst diagnoses not ok now: severity, subject, how long it has been active "
+                "(from sanlens_diagnosis_since_timestamp_seconds), its score and the incident (root cause) it "
+                "belongs to. The diagnosis id links to its runbook (docs/runbooks/<diagnosis>.md under the hidden "
+                "runbook_base variable); every other cell to the subject's dashboard with its variables set.",
+                Column(with_dashboard(cfg, worst), "Severity", "none", SEVERITY),
+                Column(
+                    f"time() - max by ({DIAG_KEYS}) (sanlens_diagnosis_since_timestamp_seconds{{{d}}}) "
+                    f"and on ({DIAG_KEYS}) {worst}",
+                    "Active for",
+                    "s",
+                ),
+                Column(
+                    f"max by ({DIAG_KEYS}) (sanlens_diagnosis_score{{{d}}}) and on ({DIAG_KEYS}) {worst}",
+                    "Score",
+                    "percentunit",
+                    gauge_cell(1),
+                ),
+                Column(
+                    "max by (diagnosis, subject, incident, role) (sanlens_diagnosis_incident) "
+                    f"and on (diagnosis, subject) {worst}",
+                ),
+                hide=("Time", "Value #D", "role", *HELPERS, "dashboard", "drill"),
+                overrides=[
+                    rename("diagnosis", "Diagnosis", None, [RUNBOOK_LINK]),
+                    rename("subject", "Subject"),
+                    rename("incident", "Incident"),
+                ],
+                options={"sortBy": [{"displayName": "Severity", "desc": True}]},
             ),
-            Column(
-                f"max by ({DIAG_KEYS}) (sanlens_diagnosis_score{{{d}}}) and on ({DIAG_KEYS}) ({state} > 0)",
-                "Score",
-                "percentunit",
-                gauge_cell(1),
-            ),
-            overrides=[rename("diagnosis", "Diagnosis", None, [RUNBOOK_LINK]), rename("subject", "Subject")],
-            options={"sortBy": [{"displayName": "Severity", "desc": True}]},
+            "Open ${__data.fields.subject} on its dashboard",
+            "/d/${__data.fields.dashboard}/?orgId=1&${__data.fields.drill}&${__url_time_range}",
         ),
         24,
         10,
@@ -114,42 +152,92 @@ def active(label: str) -> Column:
     )
 
 
+def uid(cfg: MixinConfig, name: str) -> str:
+    return cfg.dashboard_uid_prefix + name
+
+
 def estate(cfg: MixinConfig, lay: Layout) -> None:
-    c, h = sel("cluster"), sel("host")
+    c, h = sel("cluster"), sel("cluster", or_blank=True)
+    m = cfg.latency_min_iops
     cpu = (
         f"avg by (cluster) ({rate('sanlens_ontap_node_cpu_busy_seconds_total', c)} / "
         f"{rate('sanlens_ontap_node_cpu_elapsed_seconds_total', c)})"
     )
-    lun_latency = f"max by (cluster) ({per_op('cluster, svm, volume, lun', 'sanlens_ontap_lun', c, RW)})"
-    lay.add(
+    lun_latency = f"max by (cluster) (lun:sanlens_ontap_lun_latency_seconds:mean5m{{{c}}})"
+    cluster_table = drill(
         table(
             "Clusters",
             "Per ONTAP cluster: poll status, LUN IOPS, average node CPU, worst LUN latency and active diagnoses.",
             up('="ontap"', "cluster"),
             Column(f"sum by (cluster) ({rate('sanlens_ontap_lun_ops_total', c)})", "LUN IOPS", "iops"),
+            Column(f"sum by (cluster) ({mbps('cluster', 'sanlens_ontap_lun', c)})", "LUN throughput", "Bps"),
             Column(cpu, "Avg CPU busy", "percentunit"),
             Column(lun_latency, "Worst LUN latency", "s"),
             active("cluster"),
         ),
-        24,
-        6,
+        "CPU domains of ${__data.fields.cluster}",
+        f"/d/{uid(cfg, 'ontap-cpu-domains')}/?orgId=1&var-cluster=${{__data.fields.cluster}}&${{__url_time_range}}",
     )
+    lay.add(cluster_table, 24, 6)
+    worst_host = f"topk($topn, max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{h}}}))"
     lay.add(
-        table(
-            "Hosts",
-            "Per host: poll status, disk IOPS, worst disk latency, lowest % idle, deepest queue and active diagnoses.",
-            up('!="ontap"', "host"),
-            Column(f"sum by (host) ({rate('sanlens_host_disk_ops_total', h)})", "Disk IOPS", "iops"),
-            Column(
-                f"max by (host) ({per_op('host, disk', 'sanlens_host_disk', h)})", "Worst disk latency", "s"
+        drill(
+            table(
+                "Hosts (worst $topn by disk latency)",
+                "Per host: worst disk latency (5m mean, min-ops guarded), disk IOPS and throughput, lowest % idle, "
+                "deepest queue and active diagnoses. A row opens the host's I/O path.",
+                Column(worst_host, "Worst disk latency", "s"),
+                Column(
+                    f"sum by (host) ({rate('sanlens_host_disk_ops_total', h)}) and on (host) {worst_host}",
+                    "Disk IOPS",
+                    "iops",
+                ),
+                Column(
+                    f"sum by (host) ({mbps('host', 'sanlens_host_disk', h)}) and on (host) {worst_host}",
+                    "Throughput",
+                    "Bps",
+                ),
+                Column(
+                    f"min by (host) ({rate('sanlens_host_disk_idle_seconds_total', h)}) and on (host) {worst_host}",
+                    "Lowest % idle",
+                    "percentunit",
+                ),
+                Column(
+                    f"max by (host) (sanlens_host_disk_queue_length{{{h}}}) and on (host) {worst_host}",
+                    "Max queue length",
+                    "short",
+                ),
+                options={"sortBy": [{"displayName": "Worst disk latency", "desc": True}]},
             ),
-            Column(
-                f"min by (host) ({rate('sanlens_host_disk_idle_seconds_total', h)})",
-                "Lowest % idle",
-                "percentunit",
+            "I/O path of ${__data.fields.host}",
+            f"/d/{uid(cfg, 'io-path')}/?orgId=1&var-host=${{__data.fields.host}}&${{__url_time_range}}",
+        ),
+        24,
+        7,
+    )
+    lun_keys = "cluster, svm, volume, lun"
+    worst_lun = f"topk($topn, lun:sanlens_ontap_lun_latency_seconds:mean5m{{{c}}})"
+    lay.add(
+        drill(
+            table(
+                "LUNs (worst $topn by latency)",
+                f"The slowest LUNs (read and write, 5m mean, only where at least {m:g} ops/s ran) with their IOPS "
+                "and throughput. A row opens the LUN and its volume on the LUNs and volumes dashboard.",
+                Column(worst_lun, "Latency", "s"),
+                Column(
+                    f"lun:sanlens_ontap_lun_ops:rate5m{{{c}}} and on ({lun_keys}) {worst_lun}", "IOPS", "iops"
+                ),
+                Column(
+                    f"lun:sanlens_ontap_lun_bytes:rate5m{{{c}}} and on ({lun_keys}) {worst_lun}",
+                    "Throughput",
+                    "Bps",
+                ),
+                options={"sortBy": [{"displayName": "Latency", "desc": True}]},
             ),
-            Column(f"max by (host) (sanlens_host_disk_queue_length{{{h}}})", "Max queue length", "short"),
-            active("host"),
+            "LUN ${__data.fields.lun}",
+            f"/d/{uid(cfg, 'lun-volume')}/?orgId=1&var-cluster=${{__data.fields.cluster}}"
+            "&var-svm=${__data.fields.svm}&var-volume=${__data.fields.volume}&var-lun=${__data.fields.lun}"
+            "&${__url_time_range}",
         ),
         24,
         7,
@@ -171,11 +259,11 @@ def estate(cfg: MixinConfig, lay: Layout) -> None:
                 {},
             ),
             (
-                "Worst host disk latency per host (5m mean)",
+                "Worst host disk latency per host (5m mean, worst $topn hosts)",
                 "The slowest disk of each host as PerfMon sees it, from the recording rule "
                 "host_disk:sanlens_host_disk_latency_seconds:mean5m; compare with the LUN panel beside "
                 "it: a host far above its array is a fabric or queue problem.",
-                f"max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{h}}})",
+                top(f"max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{h}}})"),
                 "{{host}}",
                 {},
             ),
@@ -224,7 +312,7 @@ def itself(lay: Layout) -> None:
 def build(cfg: MixinConfig) -> Json:
     lay = Layout()
     lay.row("Diagnoses")
-    diagnoses(lay)
+    diagnoses(cfg, lay)
     lay.row("Per cluster and per host")
     estate(cfg, lay)
     lay.row("sanlens itself")
@@ -234,6 +322,6 @@ def build(cfg: MixinConfig) -> Json:
         NAME,
         "sanlens / Overview",
         "Which SAN diagnoses are active now, on which subject, since when, and how each cluster and host is doing.",
-        [*chained(Var("host", "Host", "sanlens_host_disk_info")), runbook_var(cfg)],
+        [*chained(), topn_var(cfg.top_n), runbook_var(cfg)],
         lay,
     )

@@ -72,7 +72,23 @@ class Var:
     extra: str = ""  # further matchers, e.g. 'lun!=""'
 
 
+@dataclass(frozen=True)
+class TopVar:
+    """A variable offering only the worst ``$topn`` subjects, ranked by a PromQL expression.
+
+    ``rank`` is an instant expression with one series per subject and the ``name`` label (e.g.
+    ``max by (lun) (lun:…:mean5m{…})``); every variable before it in the chain narrows it. Its
+    "All" is those N values, so a repeated row or a ``=~"$lun"`` regex never lists the estate.
+    """
+
+    name: str
+    label: str
+    rank: str  # "{sel}" is replaced by the matchers of the variables before it
+    uses: tuple[str, ...] | None = None  # the earlier variables that narrow it (None: all of them)
+
+
 CLUSTER = Var("cluster", "Cluster", "sanlens_ontap_cluster_info")
+TOPN = "topn"
 
 
 def query_var(name: str, label: str, query: str) -> Json:
@@ -94,16 +110,45 @@ def query_var(name: str, label: str, query: str) -> Json:
     }
 
 
-def chained(*chain: Var) -> list[Json]:
-    """Cluster first, then each variable filtered by all before it (Grafana refreshes them in order)."""
+def chained(*chain: Var | TopVar, top_n: int | None = None) -> list[Json]:
+    """Cluster first, then each variable filtered by all before it (Grafana refreshes them in order).
+
+    With a :class:`TopVar` in the chain, a ``topn`` variable (how many, ``top_n`` by default) comes first."""
     out: list[Json] = []
     before: list[str] = []
     for v in (CLUSTER, *chain):
-        matchers = ", ".join([*before, v.extra] if v.extra else before)
-        selector = f"{v.metric}{{{matchers}}}" if matchers else v.metric
-        out.append(query_var(v.name, v.label, f"label_values({selector}, {v.name})"))
+        if isinstance(v, TopVar):
+            narrow = [m for m in before if v.uses is None or m.split("=", 1)[0] in v.uses]
+            ranked = f"topk(${TOPN}, {v.rank.replace('{sel}', ', '.join(narrow))})"
+            var = query_var(v.name, v.label, f"query_result({ranked})")
+            var["regex"] = f'/{v.name}="([^"]+)"/'
+            var["sort"] = 0  # worst first, as topk returns them
+            out.append(var)
+        else:
+            matchers = ", ".join([*before, v.extra] if v.extra else before)
+            selector = f"{v.metric}{{{matchers}}}" if matchers else v.metric
+            out.append(query_var(v.name, v.label, f"label_values({selector}, {v.name})"))
         before.append(f'{v.name}=~"${v.name}"')
+        if v is CLUSTER and any(isinstance(x, TopVar) for x in chain):
+            out.append(topn_var(top_n or 10))
     return out
+
+
+def topn_var(default: int) -> Json:
+    """How many subjects the top-N variables offer (and a "All" selects): the worst N."""
+    options = sorted({5, 10, 20, 50, default})
+    return {
+        "type": "custom",
+        "name": TOPN,
+        "label": "Top N",
+        "description": "How many of the worst subjects the LUN, volume, disk and host variables offer.",
+        "query": ",".join(str(n) for n in options),
+        "current": {"text": str(default), "value": str(default)},
+        "options": [{"text": str(n), "value": str(n), "selected": n == default} for n in options],
+        "multi": False,
+        "includeAll": False,
+        "hide": 0,
+    }
 
 
 def runbook_var(cfg: MixinConfig) -> Json:

@@ -154,6 +154,12 @@ def table(
     )
 
 
+def drill(table_panel: Json, title: str, url: str) -> Json:
+    """Every cell of the table links to ``url`` (``${__data.fields.<label>}`` fills in its row's subject)."""
+    table_panel["fieldConfig"]["defaults"]["links"] = [{"title": title, "url": url}]
+    return table_panel
+
+
 def rename(field: str, name: str, unit: str | None = None, extra: Iterable[Json] = ()) -> Json:
     props: list[Json] = [{"id": "displayName", "value": name}]
     if unit:

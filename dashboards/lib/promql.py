@@ -11,7 +11,7 @@ NOT_IDLE = ', domain!="idle"'
 def sel(*names: str, or_blank: bool = False) -> str:
     """Matchers on dashboard variables of the same name; ``or_blank`` also keeps series without the label."""
     if or_blank:
-        return ", ".join(f'{n}=~"${{{n}}}|"' for n in names)
+        return ", ".join(f'{n}=~"${n}|"' for n in names)
     return ", ".join(f'{n}=~"${n}"' for n in names)
 
 
@@ -24,12 +24,23 @@ def srate(by: str, metric: str, matchers: str) -> str:
     return f"sum by ({by}) ({rate(metric, matchers)})"
 
 
-def per_op(by: str, prefix: str, matchers: str, ops: str = "") -> str:
-    """Average latency per op: Σ latency / Σ ops of one counter family (``ops`` narrows the divisor)."""
+def per_op(by: str, prefix: str, matchers: str, ops: str = "", *, min_iops: float) -> str:
+    """Average latency per op: Σ latency / Σ ops of one counter family (``ops`` narrows the divisor),
+    only where at least ``min_iops`` ops ran: an idle subject's one slow op draws no spike."""
     return (
         f"{srate(by, prefix + '_latency_seconds_total', matchers)} / "
-        f"{srate(by, prefix + '_ops_total', matchers + ops)}"
+        f"({srate(by, prefix + '_ops_total', matchers + ops)} >= {min_iops:g})"
     )
+
+
+def mbps(by: str, prefix: str, matchers: str) -> str:
+    """Throughput (bytes per second, read and write together) of one counter family."""
+    return srate(by, prefix + "_bytes_total", matchers)
+
+
+def top(expr: str) -> str:
+    """At most the worst ``$topn`` series of ``expr``: a panel over many subjects stays readable."""
+    return f"topk($topn, {expr})"
 
 
 def evidence(by: str, diagnosis: str, name: str, matchers: str) -> str:
