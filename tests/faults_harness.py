@@ -324,6 +324,7 @@ _CAPS: tuple[tuple[str, float], ...] = (
     ("link_errors", 1e6),
 )
 _UNCAPPED = ("timestamp", "interval_s", "speed_gbps", "percent", "move_percent", "processors", "disk_count")
+_CAPACITY = "_bytes"  # sizes and space (a volume's size, its free space): capacities, not rates
 
 
 def view_anomalies(view: Any, where: str = "") -> list[str]:
@@ -334,7 +335,7 @@ def view_anomalies(view: Any, where: str = "") -> list[str]:
         if not math.isfinite(v) or v < 0:
             out.append(f"{path} = {v!r}")
             return
-        if name in _UNCAPPED:
+        if name in _UNCAPPED or name.endswith(_CAPACITY):
             return
         for suffix, cap in _CAPS:
             if name.endswith(suffix) or name == suffix.lstrip("_"):

@@ -191,6 +191,16 @@ def _copy(st: TargetStatus) -> TargetStatus:
     )
 
 
+def _abort(source: Source) -> None:
+    abort = getattr(source, "abort", None)
+    if abort is None:
+        return
+    try:
+        abort()
+    except Exception:
+        log.debug("abort %s failed", source.name, exc_info=True)
+
+
 def sane_interval(interval: object) -> float:
     """A source's interval as a usable number of seconds (at least MIN_INTERVAL_S; may be inf)."""
     try:
@@ -266,9 +276,12 @@ class Poller(threading.Thread):
         """Stop polling. From its return on, no poll of this poller writes to the state."""
         with self._cond:
             self._halt_requested = True
+            running = self._current is not None and not self._current.finished
             if self._current is not None:
                 self._current.abandoned = True
             self._cond.notify_all()
+        if running:
+            _abort(self.source)
 
     def run(self) -> None:
         try:
@@ -322,6 +335,8 @@ class Poller(threading.Thread):
                 self._cond.wait(min(left, self._slice))
             overran = attempt.abandoned and not self.stopped
             outcome = attempt.outcome
+        if overran or (self.stopped and not attempt.finished):
+            _abort(self.source)  # a poll stuck on a trickling answer ends now, its connections cut
         if overran:
             self.failures += 1
             spent = self.clock() - start

@@ -547,11 +547,6 @@ def test_trickling_server_ends_the_poll_at_its_deadline(
         stop_env(p.env)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="a poll abandoned at its deadline keeps its connection: a server stuck on that one answer "
-    "holds the target 'busy' for as long as it trickles",
-)
 def test_connection_stuck_mid_answer_does_not_hold_the_target(
     healthy_sims: Sims, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
+from sanlens.abortable import AbortableAdapter
 from sanlens.config import HostTarget
 from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SanlensError, SourceError
@@ -78,6 +79,9 @@ class WindowsExporterSource(HostSource):
         assert target.url, "config validation guarantees a url"
         self.url = scrape_url(target.url)
         self.session = requests.Session()
+        self.adapter = AbortableAdapter(max_retries=0)
+        self.session.mount("http://", self.adapter)
+        self.session.mount("https://", self.adapter)
         self.session.headers["Accept"] = "text/plain"
         auth = target.auth
         self.secret: Secret | None = None
@@ -94,7 +98,9 @@ class WindowsExporterSource(HostSource):
     def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
         where = safe_url(self.url)
         reauthed = False
+        self.adapter.resume()
         while True:
+            self.adapter.check()
             self.auth_retry.before_request()
             try:
                 resp = self.session.get(
@@ -105,6 +111,7 @@ class WindowsExporterSource(HostSource):
             except requests.exceptions.SSLError as e:
                 raise SourceError(f"{where}: {self.trust.explain(e)}", reason="tls") from None
             except requests.RequestException as e:
+                self.adapter.check()
                 raise SourceError(f"{where}: {type(e).__name__}", reason="connection") from None
             except OSError as e:  # requests: a CA bundle, client certificate or key path that does not exist
                 raise SourceError(f"{where}: {self.trust.explain(e)}", reason="tls") from None
@@ -127,6 +134,10 @@ class WindowsExporterSource(HostSource):
                 reason="parse",
             )
         return ts, readings, None, None
+
+    def abort(self) -> None:
+        """Cut the request of a poll abandoned at its deadline (see sanlens.abortable)."""
+        self.adapter.abort()
 
     def close(self) -> None:
         self.session.close()

@@ -22,9 +22,9 @@ from urllib.parse import urljoin
 
 import orjson
 import requests
-from requests.adapters import HTTPAdapter
 
 from sanlens import __version__
+from sanlens.abortable import AbortableAdapter
 from sanlens.config import OntapTarget
 from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SourceError
@@ -103,7 +103,7 @@ class OntapClient:
         self.backoff = backoff
         self.timeout = (float(target.connect_timeout), float(target.read_timeout))
         s = requests.Session()
-        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=POOL_SIZE, max_retries=0)
+        self.adapter = adapter = AbortableAdapter(pool_connections=1, pool_maxsize=POOL_SIZE, max_retries=0)
         s.mount("https://", adapter)
         s.mount("http://", adapter)
         s.headers.update({"Accept": "application/hal+json", "User-Agent": f"sanlens/{__version__}"})
@@ -128,6 +128,13 @@ class OntapClient:
     def close(self) -> None:
         self.session.close()
 
+    def abort(self) -> None:
+        """Cut every request in flight and refuse new ones until ``resume`` (an abandoned poll)."""
+        self.adapter.abort()
+
+    def resume(self) -> None:
+        self.adapter.resume()
+
     # ------------------------------------------------------------------ requests
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """GET one document; retries transient failures, raises typed errors."""
@@ -136,12 +143,14 @@ class OntapClient:
         attempt = 0
         reauthed = False
         while True:
+            self.adapter.check()
             self.auth_retry.before_request()
             try:
                 resp = self.session.get(url, params=params, timeout=self.timeout, verify=self.trust.verify)
             except requests.exceptions.SSLError as e:
                 raise SourceError(f"{shown}: {self.trust.explain(e)}", reason="tls") from None
             except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as e:
+                self.adapter.check()  # cut on purpose: no retry
                 if attempt >= self.retries:
                     reason = "timeout" if isinstance(e, requests.exceptions.Timeout) else "connection"
                     raise SourceError(
@@ -151,6 +160,7 @@ class OntapClient:
                 attempt += 1
                 continue
             except requests.exceptions.RequestException:
+                self.adapter.check()
                 raise
             except OSError as e:  # requests: a CA bundle, client certificate or key path that does not exist
                 raise SourceError(f"{shown}: {self.trust.explain(e)}", reason="tls") from None

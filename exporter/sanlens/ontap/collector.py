@@ -77,11 +77,16 @@ class OntapSource:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.client.close()
 
+    def abort(self) -> None:
+        """Cut the requests of a poll abandoned at its deadline, so it ends now."""
+        self.client.abort()
+
     # ------------------------------------------------------------------ poll
     def poll(self) -> Snapshot:
         # A large cluster's poll allocates ~10^6 short-lived, acyclic objects; the cyclic GC would
         # rescan the whole heap (previous rows, snapshots) over and over while they come and go.
         # Reference counting frees them; the cycle collector runs again once the poll is done.
+        self.client.resume()
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -107,7 +112,9 @@ class OntapSource:
             )
         self._fetched_at = {}
         dynamic = self._pool.submit(fetch_dynamic, self.client, self.inventory, self.name, self._fallback)
-        tables = {} if self._fallback else {t: self._pool.submit(self._table_rows, t) for t in self.target.tables}
+        tables = (
+            {} if self._fallback else {t: self._pool.submit(self._table_rows, t) for t in self.target.tables}
+        )
         rows = self._fetch_rows(dynamic.result(), tables)
         ts = time.time()
         cooked: list[tuple[CounterRow, list[Cooked]]] = []
