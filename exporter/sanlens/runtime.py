@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
+from sanlens import gcpolicy
 from sanlens.config import Config, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import validate_config
@@ -26,6 +28,7 @@ STOP_BUDGET_S = 1.0
 daemon worker and never delays shutdown."""
 SIGNAL_CHECK_S = 0.2
 """How often the main thread looks at the flags the signal handlers set."""
+SWITCH_INTERVAL_S = 0.001
 JUDGE_EVERY_S = 30.0
 """The engine judges what the polls brought at most this often (and at most once per the
 shortest ONTAP interval): several host polls between two judgements cost one evaluation.
@@ -87,6 +90,9 @@ class Exporter:
         return _Running(target, source, Poller(source, self.state))
 
     def start(self) -> None:
+        # Poll threads run Python for seconds at a time; a 1 ms switch interval (default 5 ms)
+        # lets the event loop answer a scrape between their bytecodes instead of queueing.
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         with self._lock:
             self._started = True
             self.server.start()
@@ -128,6 +134,7 @@ class Exporter:
                 log.exception("diagnosis engine failed")
                 judged = True
             if judged:
+                gcpolicy.settle()
                 last = time.monotonic()
                 self.state.touch()
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from urllib.parse import quote
 
+from sanlens import gcpolicy
 from sanlens.config import OntapTarget
 from sanlens.errors import SourceError
 from sanlens.join import LunDirectory, LunIdentity
@@ -92,6 +93,7 @@ class OntapSource:
         try:
             return self._poll()
         finally:
+            gcpolicy.settle()  # the rows and view it keeps are long-lived: out of the scans
             if enabled:
                 gc.enable()
 
