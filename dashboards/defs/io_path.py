@@ -8,13 +8,14 @@ from mixin.config import MixinConfig
 from ..lib import Json
 from ..lib.dashboard import Layout, TopVar, chained, dashboard
 from ..lib.panels import DASHED, Column, fixed, instant, mapped, panel, series, table, target
-from ..lib.promql import RW, evidence, mbps, per_op, rate, sel, srate, times_configured, top
+from ..lib.promql import RW, evidence, mbps, per_op, rate, sel, srate, times_configured, top, version_ceiling
 from ..lib.thresholds import bands, data_latency, kilo, ms, pct, steps
 
 NAME = "io-path"
 HOST_DISK = "sanlens_host_disk"
 LUN = "sanlens_ontap_lun"
 PATH_DIAGNOSES = ("host_path_loss", "lun_not_online", "fc_port_down")
+FINDING = "diagnosis, subject, cluster, host, lun, node, port"
 SEVERITY = mapped("color-background", ("1", "warning", "orange"), ("2", "critical", "red"))
 
 
@@ -61,14 +62,24 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
         9,
         8,
     )
+    c = sel("cluster")
+    lun_aggregate = (
+        f"max by (cluster, aggregate) (sanlens_ontap_volume_info{{{c}}} * on (cluster, svm, volume) group_left () "
+        f"max by (cluster, svm, volume) (sanlens_ontap_lun_info{{{os_}}}))"
+    )
     lay.add(
         panel(
             "stat",
             "Backend utilization E",
-            "Spindle-equivalent utilization from san_oversubscription: backend IOPS / (disks x per-disk IOPS). "
-            f"Below {pct(th('san_oversubscription', 'max_backend_utilization'))} the array could serve far more "
-            "than the host gets.",
-            instant(evidence("host, disk", "san_oversubscription", "backend_utilization_ratio", hs), disk),
+            "Mean busy of the disks of the LUN's aggregate: the utilization evidence san_oversubscription uses "
+            "with array data (spindle-equivalent E). Below "
+            f"{pct(th('san_oversubscription', 'max_backend_utilization'))} the array could serve far more than "
+            "the host gets.",
+            instant(
+                f"avg by (cluster, aggregate) (disk:sanlens_ontap_disk_busy:ratio_rate5m{{{c}}}) "
+                f"* on (cluster, aggregate) group_left () {lun_aggregate}",
+                "{{aggregate}}",
+            ),
             unit="percentunit",
             thresholds=bands(
                 cfg, "san_oversubscription", "max_backend_utilization", colors=("green",), base=("blue", None)
@@ -121,9 +132,7 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
             f"{kilo(th('lun_iops_ceiling', 'ceiling_iops'))} from it), as the lun_iops_ceiling diagnosis computes it.",
             target(srate("host, disk", f"{HOST_DISK}_ops_total", hs), f"host {disk}"),
             target(srate("cluster, lun", f"{LUN}_ops_total", os_), "ONTAP LUN"),
-            target(
-                evidence("cluster, lun", "lun_iops_ceiling", "lun_ceiling_iops", os_), "LUN ceiling (version)"
-            ),
+            target(version_ceiling("lun_iops_ceiling", sel("cluster")), "LUN ceiling (version)"),
             unit="iops",
             min_=0,
             overrides=[series("^LUN ceiling.*", DASHED, fixed("red"))],
@@ -152,6 +161,7 @@ def paths_row(cfg: MixinConfig, lay: Layout) -> None:
     c = sel("cluster")
     findings = "|".join(PATH_DIAGNOSES)
     state = f'sanlens_diagnosis_state{{diagnosis=~"{findings}", {hs}}}'
+    worst = top(f"max by ({FINDING}) ({state})")
     lay.row("SAN paths")
     lay.add(
         table(
@@ -159,11 +169,13 @@ def paths_row(cfg: MixinConfig, lay: Layout) -> None:
             "host_path_loss (a host disk on fewer paths than configured), lun_not_online (a LUN not online, or a "
             "thin LUN in a nearly full volume) and fc_port_down (an enabled target port that lost its link), worst "
             "first. Empty is good.",
-            Column(
-                top(f"max by (diagnosis, subject, cluster, host, lun, node, port) ({state})"),
-                "Severity",
-                "none",
-                SEVERITY,
+            Column(worst, "Severity", "none", SEVERITY),
+            *(
+                Column(f"{evidence(FINDING, did, name, hs)} and on ({FINDING}) {worst}", title, "none")
+                for did, name, title in (
+                    ("host_path_loss", "active_paths", "Active paths"),
+                    ("host_path_loss", "configured_paths", "Configured paths"),
+                )
             ),
             hide=("Time", "__name__", "job", "instance"),
             options={"sortBy": [{"displayName": "Severity", "desc": True}]},

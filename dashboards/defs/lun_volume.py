@@ -9,7 +9,7 @@ from mixin.config import MixinConfig
 from ..lib import Json
 from ..lib.dashboard import Layout, TopVar, Var, chained, dashboard
 from ..lib.panels import DASHED, fixed, instant, panel, series, target
-from ..lib.promql import RW, WRITES, evidence, mbps, per_op, sel, srate, times_configured
+from ..lib.promql import RW, WRITES, mbps, per_op, sel, srate, times_configured, version_ceiling
 from ..lib.thresholds import bands, data_latency, kilo, ms, pct
 
 NAME = "lun-volume"
@@ -38,7 +38,12 @@ class Kind:
 KINDS = (
     Kind("LUN", "cluster, svm, volume, lun", "cluster, svm, lun", "lun_iops_ceiling", "lun_ceiling_iops", RW),
     Kind(
-        "Volume", "cluster, svm, volume", "cluster, svm, volume", "volume_iops_ceiling", "volume_ceiling_iops"
+        "Volume",
+        "cluster, svm, volume",
+        "cluster, svm, volume",
+        "volume_iops_ceiling",
+        "volume_ceiling_iops",
+        RW,
     ),
 )
 
@@ -50,7 +55,7 @@ def subject(cfg: MixinConfig, lay: Layout, k: Kind) -> None:
     matchers = sel(*k.filters.split(", "))
     metric = f"sanlens_ontap_{k.low}"
     iops = srate(k.keys, f"{metric}_ops_total", matchers)
-    ceiling = evidence(k.keys, k.diagnosis, k.ceiling, matchers)
+    ceiling = version_ceiling(k.diagnosis, sel("cluster"))
     warn = pct(th("warning_fraction"))
     lay.row(f"{k.title}s")
     lay.add(
@@ -62,7 +67,7 @@ def subject(cfg: MixinConfig, lay: Layout, k: Kind) -> None:
             "warning fraction scales the dashed line.",
             target(iops, k.legend),
             target(
-                times_configured(f"max by (cluster) ({ceiling})", k.diagnosis, "warning_fraction"),
+                times_configured(f"({ceiling})", k.diagnosis, "warning_fraction"),
                 f"{warn} of ceiling {{{{cluster}}}}",
             ),
             unit="iops",
@@ -78,7 +83,7 @@ def subject(cfg: MixinConfig, lay: Layout, k: Kind) -> None:
             f"{k.title} IOPS as a share of its ceiling",
             f"Now: {k.low} IOPS / version ceiling. Orange from {warn} (warning), red from "
             f"{pct(th('critical_fraction'))} (critical) of {k.diagnosis}.",
-            instant(f"{iops} / {ceiling}", k.legend),
+            instant(f"{iops} / on (cluster) group_left () ({ceiling})", k.legend),
             unit="percentunit",
             thresholds=bands(cfg, k.diagnosis, "warning_fraction", "critical_fraction"),
             min_=0,

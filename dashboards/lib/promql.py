@@ -51,6 +51,22 @@ def evidence(by: str, diagnosis: str, name: str, matchers: str) -> str:
     )
 
 
+# ONTAP releases before 9.9.1, as sanlens_ontap_cluster_info's version label spells them (9.8.0, 9.9.0).
+BEFORE_9_9_1 = r"(0|1|2|3|4|5|6|7|8|9\\.(0|1|2|3|4|5|6|7|8)|9\\.9\\.0)(\\..*)?"
+
+
+def version_ceiling(diagnosis: str, matchers: str) -> str:
+    """Per cluster, the IOPS ceiling of its ONTAP version, from the exporter's live thresholds: it holds
+    for every subject, ok or not (the diagnosis's own evidence exists only while a finding is)."""
+    info = 'max by (cluster) (sanlens_ontap_cluster_info{%s, version%s"%s"})'
+    pre = info % (matchers, "=~", BEFORE_9_9_1)
+    new = info % (matchers, "!~", BEFORE_9_9_1)
+    return (
+        f"({pre} * on () group_left () {configured(diagnosis, 'ceiling_pre_9_9_1_iops')}) or "
+        f"({new} * on () group_left () {configured(diagnosis, 'ceiling_iops')})"
+    )
+
+
 def configured(diagnosis: str, name: str) -> str:
     """The exporter's live threshold (sanlens_diagnosis_threshold): a site's override, not the default."""
     return f'max(sanlens_diagnosis_threshold{{diagnosis="{diagnosis}", threshold="{name}"}})'

@@ -518,7 +518,8 @@ def test_io_path_repeats_one_row_per_lun() -> None:
         "sanlens_host_disk_queue_depth",
         "sanlens_host_disk_paths",
         "sanlens_host_disk_idle_seconds_total",
-        "lun_ceiling_iops",
+        'threshold="ceiling_iops"',
+        "sanlens_ontap_lun_bytes_total",
     ):
         assert needle in text, needle
     assert all('lun=~"$lun"' in t["expr"] or "threshold" in t["expr"] for p in inside for t in p["targets"])
@@ -529,7 +530,8 @@ def test_cpu_domains_lun_volume_and_disks_answer_their_questions() -> None:
     assert 'domain="kahuna"' in cpu and "sanlens_ontap_node_cpu_busy_seconds_total" in cpu
     assert "count by (cluster, aggregate) (sanlens_ontap_volume_info" in cpu
     lv = _targets_text("sanlens-lun-volume")
-    assert "lun_ceiling_iops" in lv and "volume_ceiling_iops" in lv and 'op="write"' in lv
+    assert 'diagnosis="lun_iops_ceiling", threshold="ceiling_pre_9_9_1_iops"' in lv and 'op="write"' in lv
+    assert 'diagnosis="volume_iops_ceiling", threshold="ceiling_iops"' in lv and "_bytes_total" in lv
     disks = _targets_text("sanlens-disks")
     for needle in (
         "stddev by (cluster, aggregate)",
