@@ -25,7 +25,7 @@ class Family:
 
 TARGET = ("target", "kind")
 HOST = ("host", "disk", "lun_serial", "cluster", "svm", "volume", "lun")
-SUBJECT = ("diagnosis", "subject", "cluster", "node", "svm", "volume", "lun", "aggregate", "host", "disk")
+SUBJECT = ("diagnosis", "subject", "cluster", "node", "svm", "volume", "lun", "aggregate", "host", "disk", "port")
 OPERATION = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
 
 SELF = (

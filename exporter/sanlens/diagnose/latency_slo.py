@@ -70,7 +70,7 @@ SPEC = DiagnosisSpec(
     sustain_s=300.0,
     exit_s=300.0,
     severity={1: "latency >= class warning", 2: "latency >= class critical"},
-    fix="The catch-all: look at the other diagnoses of the same subject for the cause.",
+    fix="Fix the cause named above (the incident); with none known, check the other diagnoses on its I/O path.",
     evidence=(
         HOST_LATENCY,
         Evidence(
