@@ -25,7 +25,19 @@ class Family:
 
 TARGET = ("target", "kind")
 HOST = ("host", "disk", "lun_serial", "cluster", "svm", "volume", "lun")
-SUBJECT = ("diagnosis", "subject", "cluster", "node", "svm", "volume", "lun", "aggregate", "host", "disk", "port")
+SUBJECT = (
+    "diagnosis",
+    "subject",
+    "cluster",
+    "node",
+    "svm",
+    "volume",
+    "lun",
+    "aggregate",
+    "host",
+    "disk",
+    "port",
+)
 OPERATION = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
 
 SELF = (
@@ -292,7 +304,7 @@ DIAGNOSES = (
         "1",
         "diagnosis engine (attribution)",
         "the incident (root cause) a non-ok finding belongs to: a cause's own, or for an explained symptom "
-        "(`role=\"symptom\"`) its primary cause's; alerts group and inhibit by it",
+        '(`role="symptom"`) its primary cause\'s; alerts group and inhibit by it',
         "only while the state is above 0",
     ),
     Family(
