@@ -542,3 +542,42 @@ def test_cpu_domains_lun_volume_and_disks_answer_their_questions() -> None:
     assert "_percent" not in disks, "progress is a ratio (0..1)"
     bands = [p for p in leaf_panels(DASHBOARDS["sanlens-disks"]) if p["title"] == "Disks per busy band"]
     assert bands and 'count_values("busy"' in bands[0]["targets"][0]["expr"], "counted in Prometheus"
+
+
+# ------------------------------------------------------------------ at scale
+SUBJECT_VARS = {"lun", "volume", "host", "aggregate"}
+
+
+@ids
+def test_subject_variables_offer_only_the_worst_n(uid: str) -> None:
+    """LUN, volume, host and aggregate variables are topk($topn, …): their "All" is N values, not the estate."""
+    d = DASHBOARDS[uid]
+    found = {v["name"]: v for v in variables(d) if v["name"] in SUBJECT_VARS}
+    for name, v in found.items():
+        q = var_query(v)
+        assert q.startswith("query_result(topk($topn, "), f"{uid} ${name}: {q}"
+        assert v["regex"] == f'/{name}="([^"]+)"/', v["regex"]
+    if found:
+        topn = next(v for v in variables(d) if v["name"] == "topn")
+        assert topn["type"] == "custom" and topn["current"]["value"] == "10", "the worst 10 by default"
+    for p, _ in panels(d):
+        if p.get("repeat"):
+            assert p["repeat"] in found, f"{uid}: a row repeats over ${p['repeat']}, not a top-N variable"
+
+
+@ids
+def test_every_latency_has_a_minimum_ops_guard(uid: str) -> None:
+    """A latency divides only by ops of at least latency_min_iops (or reads a guarded recording rule)."""
+    for where, expr in exprs(DASHBOARDS[uid]):
+        if "_latency_seconds_total" in expr and "_ops_total" in expr:  # a latency per op (not N = IOPS x R)
+            assert re.search(r"_ops_total\{[^{}]*\}\[\$__rate_interval\]\)\) >= 5\)", expr), (
+                f"{where}: {expr}"
+            )
+
+
+def test_recording_rule_latencies_have_a_minimum_ops_guard() -> None:
+    rules = yaml.safe_load((ROOT / "rules" / "sanlens.rules.yaml").read_text(encoding="utf-8"))
+    latencies = [r for g in rules["groups"] for r in g["rules"] if "latency_seconds" in r.get("record", "")]
+    assert len(latencies) >= 6
+    for r in latencies:
+        assert re.search(r">= 5\)$", r["expr"].strip()), r
