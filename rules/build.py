@@ -131,7 +131,11 @@ def affected_template(cfg: MixinConfig) -> str:
 def causes_template(cfg: MixinConfig, diagnosis: str) -> str:
     """The cause findings on a symptom's I/O path, from ``sanlens_diagnosis_cause``."""
     q = query(cfg, "sanlens_diagnosis_cause", "diagnosis=%q,subject=%q", f'"{diagnosis}" $labels.subject')
-    return f'{{{{ range {q} | sortByLabel "cause_subject" }}}}{{{{ .Labels.cause_diagnosis }}}} on {{{{ .Labels.cause_subject }}}}; {{{{ end }}}}'
+    return (
+        f'{{{{ range {q} | sortByLabel "cause_subject" }}}}'
+        "{{ .Labels.cause_diagnosis }} on {{ .Labels.cause_subject }}; "
+        "{{ else }}none known, this finding is its own incident; {{ end }}"
+    )
 
 
 def _diagnosis_alert(cfg: MixinConfig, spec: DiagnosisSpec, state: int, sev: str) -> dict[str, Any]:
