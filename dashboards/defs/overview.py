@@ -109,8 +109,16 @@ def diagnoses(cfg: MixinConfig, lay: Layout) -> None:
                     "max by (diagnosis, subject, incident, role) (sanlens_diagnosis_incident) "
                     f"and on (diagnosis, subject) {worst}",
                 ),
-                hide=("Time", "Value #D", "role", *HELPERS, "dashboard", "drill"),
+                hide=("Time", "Value #D", "role", *HELPERS),
                 overrides=[
+                    # kept in the frame (the row's link reads them), not shown
+                    *(
+                        {
+                            "matcher": {"id": "byName", "options": f},
+                            "properties": [{"id": "custom.hidden", "value": True}],
+                        }
+                        for f in ("dashboard", "drill")
+                    ),
                     rename("diagnosis", "Diagnosis", None, [RUNBOOK_LINK]),
                     rename("subject", "Subject"),
                     rename("incident", "Incident"),

@@ -581,3 +581,30 @@ def test_recording_rule_latencies_have_a_minimum_ops_guard() -> None:
     assert len(latencies) >= 6
     for r in latencies:
         assert re.search(r">= 5\)$", r["expr"].strip()), r
+
+
+def test_every_overview_table_drills_down_to_its_subjects_dashboard() -> None:
+    d = DASHBOARDS["sanlens-overview"]
+    tables = [p for p in leaf_panels(d) if p["type"] == "table"]
+    assert len(tables) >= 4
+    for t in tables:
+        (link,) = t["fieldConfig"]["defaults"]["links"]
+        assert link["url"].startswith("/d/"), (t["title"], link)
+        uid = link["url"][3:].split("/", 1)[0]
+        fields = set(re.findall(r"__data\.fields\.(\w+)", link["url"]))
+        assert fields, (t["title"], link["url"])
+        if uid.startswith("sanlens-"):  # a fixed dashboard: its variables are set from the row
+            assert uid in UIDS, uid
+            names = {v["name"] for v in variables(DASHBOARDS[uid])}
+            assert {f"var-{f}" for f in fields} <= {f"var-{n}" for n in names}, (t["title"], fields, names)
+        else:  # the diagnosis's own dashboard, computed in the query from the registry
+            assert uid == "${__data.fields.dashboard}" and "drill" in fields
+            hidden = [
+                o for o in t["fieldConfig"]["overrides"] if o["matcher"]["options"] in ("dashboard", "drill")
+            ]
+            assert len(hidden) == 2, "the link's fields stay in the frame, hidden"
+            expr = t["targets"][0]["expr"]
+            for did, spec in REGISTRY.items():
+                assert re.search(
+                    rf'"dashboard", "{spec.dashboard.uid}", "diagnosis", "[^"]*\b{did}\b', expr
+                ), did
