@@ -115,3 +115,20 @@ def test_the_engine_exposes_incidents_and_causes() -> None:
     # every non-ok finding has exactly one incident
     states = {(s["diagnosis"], s["subject"]) for s in fams["sanlens_diagnosis_state"]}
     assert set(incidents) == states
+
+
+def test_diagnoses_json_names_the_incident_and_the_causes() -> None:
+    e = engine(sustain_scale=0.0)
+    hot = node(domain_busy={"kahuna": 0.97, "wafl_exempt": 0.7, "idle": 4.0})
+    slow = mapped(read_latency_s=0.05, write_latency_s=0.05, idle_ratio=0.1)
+    feed(e, 0, 120, 15, lambda t: [ontap(t, nodes=(hot,)), hostview(t, slow)])
+    by_id = {(f["id"], f["subject"].get("host", "")): f for f in e.findings()}
+    slo = by_id[("latency_slo", "sql01")]
+    assert slo["incident"] == "cpu_domain_serial_bottleneck:c1/n1" and slo["role"] == "symptom"
+    assert slo["causes"][0] == {"id": "cpu_domain_serial_bottleneck", "subject": "c1/n1"}
+    cause = by_id[("cpu_domain_serial_bottleneck", "")]
+    assert (cause["incident"], cause["role"], cause["causes"]) == (
+        "cpu_domain_serial_bottleneck:c1/n1",
+        "cause",
+        [],
+    )

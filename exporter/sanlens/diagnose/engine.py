@@ -240,7 +240,7 @@ class Engine:
         self._evaluated = evaluated
         tracks = sorted(self._tracks.values(), key=lambda t: (-t.state, -t.score, t.id, t.key))
         self._active = [t for t in tracks if t.state > 0]
-        self._findings = [self._finding(t) for t in self._active]
+        self._findings = [self._finding(t, self._attribution) for t in self._active]
         self._metrics = None
 
     # ------------------------------------------------------------ reading
@@ -271,8 +271,9 @@ class Engine:
         return copy.deepcopy(self._th)
 
     @staticmethod
-    def _finding(t: Track) -> dict[str, Any]:
+    def _finding(t: Track, att: Attribution) -> dict[str, Any]:
         spec = REGISTRY[t.id]
+        incident, role = att.incidents.get((t.id, t.key), ("", ""))
         return {
             "id": t.id,
             "title": spec.title,
@@ -284,6 +285,10 @@ class Engine:
             "evidence": {k: round(v, 9) for k, v in sorted(t.evidence.items())},
             "recommendation": t.recommendation or spec.fix,
             "runbook": spec.runbook,
+            # the root cause it belongs to, and for a symptom the causes on its I/O path (primary first)
+            "incident": incident,
+            "role": role,
+            "causes": [{"id": cid, "subject": key} for cid, key in att.causes.get((t.id, t.key), [])],
         }
 
     def _add_attribution(self, b: MetricBuilder) -> None:
