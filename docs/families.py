@@ -116,12 +116,12 @@ ONTAP_INVENTORY = (
         "always 1",
     ),
     Family(
-        "sanlens_ontap_volume_move_percent",
+        "sanlens_ontap_volume_move_done_ratio",
         "gauge",
         ("cluster", "svm", "volume", "state"),
-        "percent",
+        "ratio",
         "volume `movement.percent_complete`",
-        "volume move progress",
+        "volume move progress, 0..1",
         "only while a volume moves",
     ),
     Family(
@@ -141,12 +141,12 @@ ONTAP_INVENTORY = (
         "disks in the aggregate",
     ),
     Family(
-        "sanlens_ontap_raid_operation_percent",
+        "sanlens_ontap_raid_operation_done_ratio",
         "gauge",
         ("cluster", "aggregate", "raid_group", "operation"),
-        "percent",
+        "ratio",
         "aggregate plexes: RAID group `reconstruct` / `recomputing_parity`, plex resync",
-        "RAID background operation progress; `operation` is `reconstruct`, `resync` or `recompute_parity`",
+        "RAID background operation progress, 0..1; `operation` is `reconstruct`, `resync` or `recompute_parity`",
         "only while a RAID operation runs",
     ),
     Family(

@@ -15,6 +15,7 @@ log = logging.getLogger(__name__)
 
 DEMO_ONTAP_INTERVAL = 10.0
 DEMO_HOST_INTERVAL = 5.0
+DEMO_HOST_PATHS = 2  # the simulated hosts are cabled with two paths per disk (path-faults loses one)
 DEMO_SUSTAIN_SCALE = 0.05  # a 10-minute sustain window becomes 30 s
 
 
@@ -29,6 +30,7 @@ def demo_config(sim_url: str, cluster: str, hosts: list[str], listen: str) -> Co
                 source="windows_exporter",
                 url=f"{sim_url}/windows/{h}/metrics",
                 poll_interval=Duration(DEMO_HOST_INTERVAL),
+                paths=DEMO_HOST_PATHS,
             )
             for h in hosts
         ],

@@ -14,7 +14,7 @@ import gc
 import threading
 import time
 
-FULL_COLLECT_EVERY_S = 600.0
+FULL_COLLECT_EVERY_S = 3600.0
 """How often the frozen objects are scanned after all, for cyclic garbage among them."""
 
 _lock = threading.Lock()

@@ -260,8 +260,8 @@ class OntapSource:
                   {"cluster": c, "svm": svm, "volume": vol, "aggregate": i["aggregate"],
                    "node": aggr_node.get(i["aggregate"], ""), "style": i["style"]}, 1)  # fmt: skip
             if i["move_state"] and i["move_percent"] is not None:
-                b.add("sanlens_ontap_volume_move_percent", "gauge", "Volume move progress, percent (only while moving).",
-                      {"cluster": c, "svm": svm, "volume": vol, "state": i["move_state"]}, float(i["move_percent"]))  # fmt: skip
+                b.add("sanlens_ontap_volume_move_done_ratio", "gauge", "Volume move progress, 0..1 (only while moving).",
+                      {"cluster": c, "svm": svm, "volume": vol, "state": i["move_state"]}, float(i["move_percent"]) / 100.0)  # fmt: skip
         for a, i in inv.aggregates.items():
             b.add("sanlens_ontap_aggregate_info", "gauge", "ONTAP aggregate inventory.",
                   {"cluster": c, "aggregate": a, "node": i["node"], "disk_type": i["disk_type"]}, 1)  # fmt: skip
@@ -269,20 +269,21 @@ class OntapSource:
                 b.add("sanlens_ontap_aggregate_disks", "gauge", "Disks in the aggregate.",
                       {"cluster": c, "aggregate": a}, float(i["disk_count"]))  # fmt: skip
         for op in inv.raid_ops:
-            b.add("sanlens_ontap_raid_operation_percent", "gauge", "RAID background operation progress, percent (only while active).",
+            b.add("sanlens_ontap_raid_operation_done_ratio", "gauge", "RAID background operation progress, 0..1 (only while active).",
                   {"cluster": c, "aggregate": op.aggregate, "raid_group": op.raid_group, "operation": op.operation},
-                  float(op.percent or 0))  # fmt: skip
+                  float(op.percent or 0) / 100.0)  # fmt: skip
         for d, i in inv.disks.items():
             b.add("sanlens_ontap_disk_info", "gauge", "ONTAP disk inventory.",
                   {"cluster": c, "node": i["node"], "disk": d, "aggregate": i["aggregate"],
                    "raid_group": inv.disk_raid_group.get(d, ""), "type": i["type"], "rpm": i["rpm"],
                    "container": i["container"], "state": i["state"]}, 1)  # fmt: skip
-        for table, lacking in self.missing.items():
+        order = {t: i for i, t in enumerate(self.target.tables)}
+        for table, lacking in sorted(self.missing.items(), key=lambda kv: order.get(kv[0], len(order))):
             for counter in lacking:
                 b.add("sanlens_ontap_counter_missing", "gauge",
                       "A counter sanlens uses that the cluster's counter schema lacks (1 while missing).",
                       {"cluster": c, "table": table, "counter": counter}, 1)  # fmt: skip
-        for table, n_partial in self.partial.items():
+        for table, n_partial in sorted(self.partial.items(), key=lambda kv: order.get(kv[0], len(order))):
             b.add("sanlens_ontap_partial_aggregation_rows", "gauge",
                   "Counter rows whose aggregation was incomplete (a node unreachable) in the last poll.",
                   {"cluster": c, "table": table, "policy": "keep" if keeps_partial(table) else "skip"},
