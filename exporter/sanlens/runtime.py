@@ -29,7 +29,7 @@ daemon worker and never delays shutdown."""
 SIGNAL_CHECK_S = 0.2
 """How often the main thread looks at the flags the signal handlers set."""
 SWITCH_INTERVAL_S = 0.001
-JUDGE_EVERY_S = 30.0
+JUDGE_EVERY_S = 60.0
 """The engine judges what the polls brought at most this often (and at most once per the
 shortest ONTAP interval): several host polls between two judgements cost one evaluation.
 Sustain windows are minutes long, so this pace loses nothing."""
@@ -93,6 +93,7 @@ class Exporter:
         # Poll threads run Python for seconds at a time; a 1 ms switch interval (default 5 ms)
         # lets the event loop answer a scrape between their bytecodes instead of queueing.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+        gcpolicy.limit_arenas()
         with self._lock:
             self._started = True
             self.server.start()
