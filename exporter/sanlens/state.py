@@ -39,6 +39,8 @@ BACKOFF_MAX_S = 300.0
 BACKOFF_JITTER = 0.2
 """A backed-off wait is shortened by up to this share, so targets that failed together
 do not retry in lockstep."""
+ABORT_GRACE_S = 0.5
+"""How long a poller waits for an aborted poll's worker to return before going on."""
 _MAX_WAIT_S = 1e6  # one wait call; threading rejects timeouts beyond threading.TIMEOUT_MAX
 _STOP_CHECK_S = 0.1  # slice of each wait when the poller also watches a shared stop event
 _ERROR_PAUSE_S = 1.0  # after an unexpected error in the poller itself
@@ -335,13 +337,15 @@ class Poller(threading.Thread):
                 self._cond.wait(min(left, self._slice))
             overran = attempt.abandoned and not self.stopped
             outcome = attempt.outcome
-        if overran or (self.stopped and not attempt.finished):
-            _abort(self.source)  # a poll stuck on a trickling answer ends now, its connections cut
         if overran:
             self.failures += 1
             spent = self.clock() - start
             self.state.record_failure(name, kind, "deadline", f"poll abandoned after {spent:.1f}s", spent)
             log.warning("poll %s abandoned at its deadline after %.1fs", name, spent)
+        if overran or (self.stopped and not attempt.finished):
+            _abort(self.source)  # a poll stuck on a trickling answer ends now, its connections cut
+            with self._cond:  # and its worker returns at once, so the next poll is not "busy"
+                self._cond.wait_for(lambda: attempt.finished or self._halt_requested, ABORT_GRACE_S)
         elif outcome is not None:
             self.failures = 0 if outcome == "ok" else self.failures + 1
         return start + backoff(interval, self.failures, self.rand)

@@ -99,14 +99,17 @@ def test_trickling_server_is_abandoned_at_the_deadline_and_its_poll_never_writes
         assert sample(m, "sanlens_target_up", target="slow") == 0.0
         spent = sample(m, "sanlens_poll_duration_seconds", target="slow")
         assert spent is not None and deadline - 0.05 <= spent < deadline + 0.5
-        # the abandoned poll reads its whole page later: nothing of it reaches the state
-        wait_for(lambda: srv.completed >= 1, 6.0, "the trickled page to end")
+        # the abandoned poll's connection is cut at the deadline: the page is never read in
+        # full, nothing of it reaches the state, and the next poll is not held up by it
+        wait_for(lambda: srv.requests >= 2, deadline + 3.0, "the next poll")
         time.sleep(0.5)
+        assert srv.completed == 0
         assert "slow" not in exp.state.view()[0]
         st = exp.state.view()[1]["slow"]
         assert not st.up and st.last_success is None
-        assert st.errors.get("busy", 0) >= 1  # the ticks while it ran were skipped, counted
-        assert srv.max_open == 1  # never two polls of the target at once
+        # no tick skipped as "busy" behind the cut poll (the trickling server itself notices
+        # the cut only at its next byte, so its own count of open connections lags)
+        assert st.errors.get("deadline", 0) >= 1 and st.errors.get("busy", 0) == 0
     finally:
         srv.stop()
 
