@@ -9,6 +9,7 @@ own process, so the CPU time read from /proc is the exporter's alone. After a wa
 - idle: no scrapes (one light look per cycle to read the poll duration);
 - 1 scraper, then N scrapers (20 by default): each asks for /metrics with
   ``Accept-Encoding: gzip`` on a keep-alive connection, once a second, as Prometheus does.
+  The scrapers run in a process of their own, apart from the bench's own page reading.
 
 Per phase: exporter CPU seconds per ONTAP poll cycle (host polls, engine and rendering
 included), scrape p50/p99, and the ONTAP poll's wall time. Then the series count, the
@@ -27,6 +28,7 @@ import argparse
 import gzip
 import http.client
 import json
+import multiprocessing
 import os
 import re
 import statistics
@@ -77,7 +79,7 @@ class Scraper:
     host: str
     port: int
     period: float
-    stop: threading.Event
+    stop: Any  # threading.Event or multiprocessing.Event
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -105,6 +107,17 @@ class Scraper:
             self.stop.wait(max(next_at - time.monotonic(), 0.0))
         if conn is not None:
             conn.close()
+
+
+def scrape_process(port: int, n: int, period: float, stop: Any, out: Any) -> None:
+    """N scrapers in a process of their own, so the bench's page reading never delays them."""
+    clients = [Scraper("127.0.0.1", port, period, stop) for _ in range(n)]
+    threads = [threading.Thread(target=c.run, daemon=True) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.put(([x for c in clients for x in c.latencies], [e for c in clients for e in c.errors]))
 
 
 @dataclass
@@ -174,16 +187,18 @@ class Bench:
 
     def phase(self, name: str, scrapers: int) -> Phase:
         ph = Phase(name, scrapers)
-        stop = threading.Event()
-        clients = [Scraper("127.0.0.1", self.port, 1.0, stop) for _ in range(scrapers)]
-        threads = [threading.Thread(target=c.run, daemon=True) for c in clients]
+        ctx = multiprocessing.get_context("spawn")
+        stop, results = ctx.Event(), ctx.Queue()
+        worker = ctx.Process(
+            target=scrape_process, args=(self.port, scrapers, 1.0, stop, results), daemon=True
+        )
         # start right after a poll, so the phase holds whole cycles
         polls0, _, last0 = self.ontap(self.look())
         self.wait(lambda: self.ontap(self.look())[2] > last0, self.args.interval * 3 + 60, "a poll")
         polls0, _, last = self.ontap(self.look())
         cpu0 = proc_cpu_s(self.exporter.pid)
-        for t in threads:
-            t.start()
+        if scrapers:
+            worker.start()
         print(f"serve_scale: phase {name}: {scrapers} scraper(s), {self.args.cycles} cycles", flush=True)
         while True:
             time.sleep(min(self.args.interval / 4, 5.0))
@@ -197,13 +212,11 @@ class Bench:
                 break
         cpu1 = proc_cpu_s(self.exporter.pid)
         stop.set()
-        for t in threads:
-            t.join(timeout=65)
+        if scrapers:
+            ph.latencies, ph.errors = results.get(timeout=120)
+            worker.join(timeout=10)
         ph.polls = int(polls - polls0)
         ph.cpu_per_poll_s = (cpu1 - cpu0) / max(ph.polls, 1)
-        for c in clients:
-            ph.latencies += c.latencies
-            ph.errors += c.errors
         s = ph.summary()
         print(f"  {s['cpu_per_poll_s']} CPU-s/poll, poll wall {s['poll_wall_median_s']} s, "
               f"scrape p50 {s['scrape_p50_ms']} ms p99 {s['scrape_p99_ms']} ms ({s['scrapes']} scrapes)",
