@@ -40,6 +40,7 @@ lint: venv
 	$(BIN)/mypy
 
 bench: venv
+	$(BIN)/python bench/serve_scale.py
 	$(BIN)/python bench/poll_scale.py
 	$(BIN)/python bench/perfmon_parse.py
 
