@@ -24,7 +24,7 @@ import time
 
 log = logging.getLogger(__name__)
 
-FULL_COLLECT_EVERY_S = 3600.0
+FULL_COLLECT_EVERY_S = 300.0
 """How often the frozen objects are scanned after all, for cyclic garbage among them."""
 
 MALLOC_ARENAS = 2

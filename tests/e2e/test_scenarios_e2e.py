@@ -41,6 +41,11 @@ CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
     "kahuna": ("kahuna-bottleneck", {}, {"cpu_domain_serial_bottleneck", "volume_affinity_concentration"}),
     "expansion": ("aggregate-expansion", {}, {"disk_busy_imbalance"}),
     "rebuild": ("rebuild-during-oltp", {}, {"background_operation_impact", "latency_slo"}),
+    "path-faults": (
+        "path-faults",
+        {},
+        {"host_path_loss", "lun_not_online", "fc_port_down", "disk_failed", "aggregate_degraded"},
+    ),
     "mixed": (
         "mixed",
         {},
