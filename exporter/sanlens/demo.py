@@ -15,11 +15,13 @@ log = logging.getLogger(__name__)
 
 DEMO_ONTAP_INTERVAL = 10.0
 DEMO_HOST_INTERVAL = 5.0
-DEMO_HOST_PATHS = 2  # the simulated hosts are cabled with two paths per disk (path-faults loses one)
+# Paths per host disk as the hosts are cabled in a scenario (default 1): path-faults cables
+# two and loses one, which only shows against a configured count of two.
+SCENARIO_HOST_PATHS = {"path-faults": 2}
 DEMO_SUSTAIN_SCALE = 0.05  # a 10-minute sustain window becomes 30 s
 
 
-def demo_config(sim_url: str, cluster: str, hosts: list[str], listen: str) -> Config:
+def demo_config(sim_url: str, cluster: str, hosts: list[str], listen: str, scenario: str = "mixed") -> Config:
     """The config `sanlens demo` runs: every simulated cluster and host, short windows."""
     return Config(
         listen=listen,
@@ -30,7 +32,7 @@ def demo_config(sim_url: str, cluster: str, hosts: list[str], listen: str) -> Co
                 source="windows_exporter",
                 url=f"{sim_url}/windows/{h}/metrics",
                 poll_interval=Duration(DEMO_HOST_INTERVAL),
-                paths=DEMO_HOST_PATHS,
+                paths=SCENARIO_HOST_PATHS.get(scenario, 1),
             )
             for h in hosts
         ],
@@ -65,7 +67,7 @@ def run_demo(args: argparse.Namespace) -> int:
     with _listening(f"127.0.0.1:{args.sim_port}"):
         sim.start()
     try:
-        cfg = demo_config(sim.url, sim.cluster_name, sim.hosts, f"127.0.0.1:{args.port}")
+        cfg = demo_config(sim.url, sim.cluster_name, sim.hosts, f"127.0.0.1:{args.port}", args.scenario)
         with _listening(cfg.listen):
             exporter = Exporter(cfg)
     except BaseException:
