@@ -276,10 +276,7 @@ class ExporterServer:
                 try:
                     event = h.next_event()
                 except h11.RemoteProtocolError as e:  # not HTTP, or a head too large
-                    status = HTTPStatus(e.error_status_hint)
-                    head = f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    writer.write(head.encode())
-                    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+                    await _answer_and_close(writer, e.error_status_hint)
                     return
                 if event is h11.NEED_DATA:
                     try:
@@ -329,9 +326,7 @@ class ExporterServer:
         try:
             data = h.send(h11.Response(status_code=r.status, headers=headers)) or b""
         except h11.LocalProtocolError:  # e.g. the request was unusable: answer plainly and close
-            data = f"HTTP/1.1 {r.status} \r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode()
-            writer.write(data)
-            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+            await _answer_and_close(writer, r.status)
             return
         writer.write(data)
         if not head_only and r.body:
@@ -400,6 +395,15 @@ class ExporterServer:
 
     async def _work(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+
+async def _answer_and_close(writer: asyncio.StreamWriter, status: int) -> None:
+    """A bare status line, for when h11 can no longer frame a response on this connection."""
+    st = HTTPStatus(status)
+    writer.write(
+        f"HTTP/1.1 {st.value} {st.phrase}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode()
+    )
+    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
 
 
 def _header(request: h11.Request, name: bytes) -> str | None:
