@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -239,7 +240,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.wfile.write(raw)
             return
-        proxy.trickling += 1
+        proxy.count_trickle(+1)
         try:
             # one byte per second, until the client hangs up or the proxy stops; a proxy back in
             # ``pass`` mode sends the rest at once, as a server that recovers finishes its answers
@@ -248,12 +249,34 @@ class _ProxyHandler(BaseHTTPRequestHandler):
                     self.connection.sendall(raw[i:])
                     return
                 self.connection.sendall(raw[i : i + 1])
-                if proxy.stopping.wait(1.0):
+                if self._hung_up_within(1.0):
                     return
         except OSError:
             return
         finally:
-            proxy.trickling -= 1
+            proxy.count_trickle(-1)
+
+    def _hung_up_within(self, seconds: float) -> bool:
+        """Wait ``seconds``; True once the client has closed (EOF, reset) or the proxy stops.
+
+        Noticed on the socket itself, so a connection the client gave up on is counted as
+        closed at once, not after the next two sends fail.
+        """
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.server.proxy.stopping.is_set():
+                return True
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+            if readable:
+                try:
+                    if not self.connection.recv(4096, socket.MSG_PEEK):
+                        return True
+                except OSError:
+                    return True
+                # bytes from a client that is waiting for this answer: read and ignore them
+                with contextlib.suppress(OSError):
+                    self.connection.recv(4096)
+        return self.server.proxy.stopping.is_set()
 
 
 class FaultProxy:
@@ -273,6 +296,7 @@ class FaultProxy:
         self.requests = 0
         self.rejected = 0
         self.trickling = 0
+        self._count_lock = threading.Lock()
         self.stopping = threading.Event()
         self._auth: str | None = None
         self.httpd = _ProxyServer((LOOPBACK, 0), _ProxyHandler)
@@ -282,6 +306,10 @@ class FaultProxy:
     @property
     def url(self) -> str:
         return f"http://{LOOPBACK}:{int(self.httpd.server_address[1])}"
+
+    def count_trickle(self, step: int) -> None:
+        with self._count_lock:
+            self.trickling += step
 
     def start(self) -> FaultProxy:
         self.thread.start()
