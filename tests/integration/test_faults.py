@@ -571,7 +571,9 @@ def test_connection_stuck_mid_answer_does_not_hold_the_target(
             fail_within=TRICKLE_WAIT_S,
         )  # fmt: skip
         # the exporter closed its end when it cut the poll; the proxy sees the hang-up at once
-        wait_for(lambda: p.ontap.trickling == 0 and p.host.trickling == 0, 3.0, "every stuck connection closed")
+        wait_for(
+            lambda: p.ontap.trickling == 0 and p.host.trickling == 0, 3.0, "every stuck connection closed"
+        )
     finally:
         stop_env(p.env)
 
