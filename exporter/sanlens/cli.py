@@ -8,6 +8,7 @@ line on stderr; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -16,21 +17,19 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from sanlens import __version__, cliargs
-from sanlens.analyze import cli as analyze_cli
 from sanlens.config import Config, check_config
 from sanlens.errors import ConfigError, SanlensError, is_bind_error, listen_error
-from sanlens.plan import cli as plan_cli
-from sanlens.sim import cli as sim_cli
 from sanlens.sim.scenarios import SCENARIOS
 
 log = logging.getLogger("sanlens")
 
 # Subcommands implemented in their own packages: name -> (module, help).
-# Each module has add_arguments(p) and run(args).
+# Each module has add_arguments(p) and run(args). A module is imported only when its
+# subcommand is on the command line: `analyze` pulls in numpy, which `serve` must not carry.
 SUBCOMMANDS = {
-    "simulate": (sim_cli, "serve the ONTAP REST + windows_exporter simulator"),
-    "analyze": (analyze_cli, "diagnose PerfMon logs and ONTAP captures offline"),
-    "plan": (plan_cli, "size LUNs/volumes, or estimate rebuild/migrate time"),
+    "simulate": ("sanlens.sim.cli", "serve the ONTAP REST + windows_exporter simulator"),
+    "analyze": ("sanlens.analyze.cli", "diagnose PerfMon logs and ONTAP captures offline"),
+    "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time"),
 }
 
 
@@ -109,7 +108,9 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The full parser; of the package subcommands, only those named in ``argv`` are imported
+    (all of them when ``argv`` is None)."""
     # --debug is accepted before or after the subcommand; SUPPRESS keeps a subcommand's
     # absent flag from resetting the top-level one
     debug = ArgumentParser(add_help=False)
@@ -168,10 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.set_defaults(func=cmd_check_config)
 
-    for name, (mod, help_) in SUBCOMMANDS.items():
+    for name, (module, help_) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_, parents=[debug])
-        mod.add_arguments(sp)
-        sp.set_defaults(func=mod.run)
+        if argv is None or name in argv:
+            mod = importlib.import_module(module)
+            mod.add_arguments(sp)
+            sp.set_defaults(func=mod.run)
     return p
 
 
@@ -207,7 +210,8 @@ def report(e: BaseException, command: str, debug: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

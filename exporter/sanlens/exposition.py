@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 GZIP_LEVEL = 1
 """Metric text is so repetitive that level 1 already shrinks it ~15x; higher levels cost
 several times the CPU for a few percent."""
+PROCESS_TTL_S = 1.0
+"""How long one reading of the ``process_*`` families serves: 20 scrapers a second then read
+/proc once, not 20 times; no Prometheus scrapes one exporter more often than that."""
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name, no mtime, OS unknown
 _FINAL_EMPTY_BLOCK = b"\x03\x00"  # a final, empty fixed-Huffman block: ends the deflate stream
 
@@ -204,6 +207,8 @@ class Exposition:
         self._lock = threading.Lock()  # one build at a time
         self._body: Body | None = None
         self._plain: tuple[int, bytes] | None = None
+        self._process_text: tuple[float, bytes] | None = None
+        self._gzip: tuple[int, bytes, bytes] | None = None
         self._self = CollectorRegistry(auto_describe=False)
         self._self.register(_SelfCollector(state))
         self._process = CollectorRegistry(auto_describe=False)
@@ -281,11 +286,24 @@ class Exposition:
         return body if body is not None else self.refresh()
 
     def process_text(self) -> bytes:
-        """``process_*`` families, read at scrape time (CPU seconds and RSS move between polls)."""
-        return generate_latest(self._process)
+        """``process_*`` families, read at scrape time (CPU seconds and RSS move between polls),
+        at most once per ``PROCESS_TTL_S``."""
+        now = time.monotonic()
+        cached = self._process_text
+        if cached is None or now - cached[0] >= PROCESS_TTL_S:
+            cached = self._process_text = (now, generate_latest(self._process))
+        return cached[1]
 
     def gzip(self) -> bytes:
-        return self.body().gzip(self.process_text())
+        """The whole gzip answer; scrapes within ``PROCESS_TTL_S`` of each other share one."""
+        body = self.body()
+        tail = self.process_text()
+        cached = self._gzip
+        if cached is not None and cached[0] == body.generation and cached[1] is tail:
+            return cached[2]
+        gz = body.gzip(tail)
+        self._gzip = (body.generation, tail, gz)
+        return gz
 
     def text(self) -> bytes:
         """The body for the state as it is now, as plain text (offline use and tests)."""

@@ -99,3 +99,18 @@ def test_non_numeric_two_d_value_is_a_capture_error() -> None:
     bad["counters"][0]["counters"][0]["values"] = ["x", 2, 3]
     with pytest.raises(CaptureError, match="read_size_by_op"):
         rows_from_response({"records": [bad]})
+
+
+def test_a_counter_that_restarted_above_its_last_value_drops_the_row() -> None:
+    """A LUN doing 67 million ops/s or 555 GB/s is a counter restart, not a workload."""
+    from sanlens.ontap.cooking import CounterRow
+
+    def lun(read_ops: float, read_data: float) -> CounterRow:
+        return CounterRow("lun", "/vol/v/l:1", {}, {"read_ops": read_ops, "read_data": read_data})
+
+    assert {c.counter for c in cook_row(lun(1e6, 8e9), lun(1e6 + 6000, 8e9 + 4.9e7), 60.0)} == {
+        "read_ops",
+        "read_data",
+    }
+    assert cook_row(lun(1e6, 8e9), lun(1e6 + 4e9, 8e9 + 4.9e7), 60.0) == []  # 67M ops/s
+    assert cook_row(lun(1e6, 8e9), lun(1e6 + 6000, 8e9 + 3.3e13), 60.0) == []  # 555 GB/s

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
+from typing import NamedTuple
 
 from sanlens.diagnose.history import History
 from sanlens.model import (
@@ -29,12 +30,13 @@ SERIAL_DOMAINS = frozenset({"kahuna", "kahuna_legacy", "nwk_legacy", "network", 
 Thresholds = Mapping[str, Mapping[str, float]]
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(NamedTuple):
     """One subject of one diagnosis at one evaluation.
 
     ``level`` is 0/1/2 as the thresholds give it now, or None when the data to
     judge is missing (the engine then keeps the subject's state as it was).
+    A tuple, not a frozen dataclass: every diagnosis makes one per subject per
+    evaluation (~60,000 at 10,000 LUNs), and a tuple is three times cheaper to build.
     """
 
     id: str
@@ -42,7 +44,7 @@ class Observation:
     labels: Mapping[str, str]
     level: int | None
     score: float = 0.0
-    evidence: Mapping[str, float | None] = field(default_factory=dict)  # None/NaN are dropped
+    evidence: Mapping[str, float | None] = MappingProxyType({})  # None/NaN are dropped
     recommendation: str = ""
 
 
@@ -98,12 +100,35 @@ def labels(**kw: str) -> dict[str, str]:
     return {k: str(kw.get(k, "") or "") for k in LABELS}
 
 
+# Subject labels are the same dict for every diagnosis and every evaluation of a subject:
+# at 10,000 LUNs, building them afresh was a fifth of the engine's time. Shared, so read-only.
+_SUBJECT_LABELS: dict[tuple[str, ...], dict[str, str]] = {}
+_SUBJECT_LABELS_MAX = 200_000
+
+
+def _subject_labels(key: tuple[str, ...], **kw: str) -> dict[str, str]:
+    hit = _SUBJECT_LABELS.get(key)
+    if hit is None:
+        if len(_SUBJECT_LABELS) >= _SUBJECT_LABELS_MAX:
+            _SUBJECT_LABELS.clear()  # subjects come and go; the cache must not grow without end
+        hit = _SUBJECT_LABELS[key] = labels(**kw)
+    return hit
+
+
 def disk_labels(d: HostDiskStats) -> dict[str, str]:
-    return labels(host=d.host, disk=d.disk, cluster=d.cluster, svm=d.svm, volume=d.volume, lun=d.lun)
+    """The labels of a host disk subject (a shared dict: never modify it)."""
+    key = ("disk", d.host, d.disk, d.cluster, d.svm, d.volume, d.lun)
+    return _subject_labels(
+        key, host=d.host, disk=d.disk, cluster=d.cluster, svm=d.svm, volume=d.volume, lun=d.lun
+    )
 
 
 def lun_labels(lun: LunStats) -> dict[str, str]:
-    return labels(cluster=lun.cluster, node=lun.node, svm=lun.svm, volume=lun.volume, lun=lun.lun)
+    """The labels of a LUN subject (a shared dict: never modify it)."""
+    key = ("lun", lun.cluster, lun.node, lun.svm, lun.volume, lun.lun)
+    return _subject_labels(
+        key, cluster=lun.cluster, node=lun.node, svm=lun.svm, volume=lun.volume, lun=lun.lun
+    )
 
 
 def disk_key(d: HostDiskStats) -> str:

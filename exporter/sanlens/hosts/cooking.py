@@ -32,6 +32,16 @@ COUNTER_FIELDS: dict[str, float | None] = {
     "split_ios": WRAP32,
 }
 
+# Per-second changes no single disk makes (a PCIe 5.0 x16 link moves ~64 GB/s; the fastest
+# devices do a few million IOPS): a counter that grows faster has restarted, not counted.
+MAX_RATE: dict[str, float] = {
+    "reads": 1e7,
+    "writes": 1e7,
+    "read_bytes": 1e11,
+    "write_bytes": 1e11,
+    "split_ios": 1e7,
+}
+
 
 @dataclass(frozen=True, slots=True)
 class DiskReading:
@@ -63,13 +73,25 @@ class Unwrapper:
 
     _state: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # key -> (raw, offset)
 
-    def __call__(self, disk: str, name: str, raw: float, modulus: float | None) -> float:
+    def last_raw(self, disk: str, name: str) -> float | None:
+        prev = self._state.get((disk, name))
+        return None if prev is None else prev[0]
+
+    def dropped(self, disk: str, name: str, raw: float) -> bool:
+        """True when ``raw`` is below the counter's last raw value."""
+        prev = self._state.get((disk, name))
+        return prev is not None and raw < prev[0]
+
+    def __call__(self, disk: str, name: str, raw: float, modulus: float | None, reset: bool = False) -> float:
+        """The monotonic value of ``raw``; ``reset`` (the whole source restarted) holds it still."""
         key = (disk, name)
         prev = self._state.get(key)
         offset = 0.0
         if prev is not None:
             last_raw, offset = prev
-            if raw < last_raw:
+            if reset:
+                offset += last_raw - raw  # whatever the new raw value, this interval's change is unknown
+            elif raw < last_raw:
                 if modulus is not None and last_raw < modulus and raw + modulus - last_raw < modulus / 2:
                     offset += modulus
                 else:
@@ -129,13 +151,35 @@ class HostCooker:
         self._prev: dict[str, DiskReading] = {}
         self._prev_ts: float | None = None
 
-    def unwrap_reading(self, r: DiskReading) -> DiskReading:
+    def unwrap_reading(self, r: DiskReading, reset: bool = False) -> DiskReading:
+        """The reading made monotonic; ``reset`` holds every counter of the disk still."""
         values: dict[str, Any] = {
-            name: self.unwrap(r.disk, name, float(getattr(r, name)), modulus)
-            for name, modulus in COUNTER_FIELDS.items()
-            if getattr(r, name) is not None
+            n: self.unwrap(r.disk, n, float(v), m, reset)
+            for n, m in COUNTER_FIELDS.items()
+            if (v := getattr(r, n)) is not None
         }
         return replace(r, **values)
+
+    def _restarted(self, readings: list[DiskReading], dt: float | None) -> bool:
+        """Whether the host's counters restarted since the last poll (reboot, exporter restart).
+
+        A 64-bit counter (bytes, idle time) never wraps, so its drop is a restart; so is a
+        change no disk can make in the interval (a counter that restarts elsewhere than zero can
+        come back above its last value). A restart is host-wide: then no counter of any disk
+        gives a rate this interval, even one whose new value reads as a wrap or as growth.
+        """
+        for r in readings:
+            for name, modulus in COUNTER_FIELDS.items():
+                v = getattr(r, name)
+                if v is None:
+                    continue
+                if modulus is None and self.unwrap.dropped(r.disk, name, float(v)):
+                    return True
+                limit = MAX_RATE.get(name)
+                last = self.unwrap.last_raw(r.disk, name)
+                if limit is not None and last is not None and dt and float(v) - last > limit * dt:
+                    return True
+        return False
 
     def cook(
         self,
@@ -146,17 +190,18 @@ class HostCooker:
         interval_s: float | None = None,
     ) -> Snapshot:
         """Build the snapshot; ``rates`` (WinRM, PerfMon) overrides the rates from cumulative deltas."""
-        unwrapped = [self.unwrap_reading(r) for r in readings]
-        self.unwrap.forget_except({r.disk for r in readings})
         dt = (
             interval_s
             if interval_s is not None
             else (timestamp - self._prev_ts if self._prev_ts is not None else None)
         )
+        restarted = self._restarted(readings, dt)
+        unwrapped = [self.unwrap_reading(r, restarted) for r in readings]
+        self.unwrap.forget_except({r.disk for r in readings})
         stats: list[HostDiskStats] = []
         for r in unwrapped:
             m = mappings.get(r.disk, DiskMapping(r.serial))
-            prev = self._prev.get(r.disk)
+            prev = None if restarted else self._prev.get(r.disk)
             if rates is not None and r.disk in rates:
                 s = rates[r.disk]
             elif prev is not None and dt:

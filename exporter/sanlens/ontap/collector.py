@@ -178,14 +178,13 @@ class OntapSource:
             base = schema.get(c)
             if base and base.base and base.base not in wanted and base.base in schema:
                 wanted.append(base.base)
-        recs = list(
-            self.client.records(
-                f"/api/cluster/counter/tables/{quote(table, safe='')}/rows",
-                {"fields": "properties,counters", "counters.name": "|".join(wanted)},
-            )
-        )
+        rows: list[CounterRow] = []
+        for page in self.client.pages(
+            f"/api/cluster/counter/tables/{quote(table, safe='')}/rows",
+            {"fields": "properties,counters", "counters.name": "|".join(wanted)},
+        ):
+            rows += rows_from_response({"records": page}, table, table, first=len(rows))
         self._fetched_at[table] = time.time()
-        rows = rows_from_response({"records": recs}, table, table)
         self.partial[table] = sum(1 for r in rows if not r.complete)
         if not self.target.skip_incomplete_aggregation:
             for r in rows:

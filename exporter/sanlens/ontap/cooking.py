@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sanlens.errors import SanlensError
 from sanlens.ontap.catalogue import CounterSpec, catalogue, cooked_unit, unit_scale
@@ -59,8 +59,10 @@ class Sample:
 
 
 # ----------------------------------------------------------------- cooking
-@dataclass(frozen=True, slots=True)
-class Cooked:
+class Cooked(NamedTuple):
+    """One cooked value. A tuple, not a frozen dataclass: ~200,000 are made per poll at
+    10,000 LUNs, and a tuple is three times cheaper to build."""
+
     table: str
     instance: str
     counter: str  # REST name
@@ -68,6 +70,11 @@ class Cooked:
     value: float
     unit: str
 
+
+# Rates (in SI units, by the schema's unit) no instance reaches: 10 million ops/s, 100 GB/s.
+# A counter growing faster restarted (takeover, reboot, a counter manager reset) somewhere
+# above its last value; like a negative delta, that makes the row unusable for the interval.
+MAX_RATE: dict[str, float] = {"per_sec": 1e7, "none": 1e7, "b_per_sec": 1e11, "kb_per_sec": 1e11}
 
 # (spec, REST name, SI factor, cooked unit) per counter name as rows carry it
 _Plan = dict[str, tuple[CounterSpec, str, float, str]]
@@ -158,6 +165,9 @@ def cook_row(
                 continue
             f = scale / dt
             values = [d * f for d in deltas]
+            limit = MAX_RATE.get(spec.unit)
+            if limit is not None and max(values, default=0.0) > limit:
+                return []  # counters that restarted above their last values: the row is unusable
         elif kind == "delta":
             values = [d * scale for d in deltas] if scale != 1.0 else deltas
         else:  # average, percent
@@ -222,11 +232,14 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def rows_from_response(doc: Mapping[str, Any], where: str = "", table: str = "") -> list[CounterRow]:
+def rows_from_response(
+    doc: Mapping[str, Any], where: str = "", table: str = "", first: int = 0
+) -> list[CounterRow]:
     """Records of ``GET /api/cluster/counter/tables/{table}/rows`` as CounterRows.
 
     ``table`` names the rows whose record lacks ``counter_table`` (ONTAP sends it only when
-    ``fields`` asks for it).
+    ``fields`` asks for it); ``first`` is the position of the first record in the whole
+    collection (one page of several), for error messages and id-less rows.
 
     Hot path: ``dict`` checks, not ``Mapping`` (an ABC check per element costs ~0.3 s a poll at scale).
     """
@@ -234,7 +247,7 @@ def rows_from_response(doc: Mapping[str, Any], where: str = "", table: str = "")
     if not isinstance(recs, list):
         raise CaptureError("expected a counter-table rows response with a 'records' list", where)
     rows = []
-    for n, r in enumerate(recs):
+    for n, r in enumerate(recs, start=first):
         if not isinstance(r, dict):
             raise CaptureError(f"records[{n}] is not an object", where)
         name = str(ct.get("name") or "") if isinstance(ct := r.get("counter_table"), dict) else ""
