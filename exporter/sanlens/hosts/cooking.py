@@ -77,11 +77,6 @@ class Unwrapper:
         prev = self._state.get((disk, name))
         return None if prev is None else prev[0]
 
-    def dropped(self, disk: str, name: str, raw: float) -> bool:
-        """True when ``raw`` is below the counter's last raw value."""
-        prev = self._state.get((disk, name))
-        return prev is not None and raw < prev[0]
-
     def __call__(self, disk: str, name: str, raw: float, modulus: float | None, reset: bool = False) -> float:
         """The monotonic value of ``raw``; ``reset`` (the whole source restarted) holds it still."""
         key = (disk, name)
@@ -171,13 +166,13 @@ class HostCooker:
         for r in readings:
             for name, modulus in COUNTER_FIELDS.items():
                 v = getattr(r, name)
-                if v is None:
+                last = None if v is None else self.unwrap.last_raw(r.disk, name)
+                if v is None or last is None:
                     continue
-                if modulus is None and self.unwrap.dropped(r.disk, name, float(v)):
+                if modulus is None and v < last:
                     return True
                 limit = MAX_RATE.get(name)
-                last = self.unwrap.last_raw(r.disk, name)
-                if limit is not None and last is not None and dt and float(v) - last > limit * dt:
+                if limit is not None and dt and v - last > limit * dt:
                     return True
         return False
 
