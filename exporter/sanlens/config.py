@@ -447,8 +447,25 @@ def _scan(text: str, file: str) -> None:
     here before any node is built: nesting depth, and the value count with every alias
     expanded (an anchor's size is known when its node ends). Recursive and undefined
     aliases are refused here too, without naming the alias.
+
+    Some libyaml releases refuse deep nesting themselves, in their scanner, before the
+    parser has emitted the events this scan counts, and in their own words. When libyaml
+    refuses a document, the pure-Python parser (no nesting limit, no recursion) scans it
+    again, so a document over sanlens's own limits is described by sanlens's message
+    whichever library release noticed first; any other refusal keeps libyaml's account.
     """
-    loader = _SafeLoader(text)
+    try:
+        _scan_with(_SafeLoader, text, file)
+    except yaml.YAMLError as e:
+        refusal = _yaml_problem(e, text, file)
+        if _SafeLoader is not yaml.SafeLoader:
+            with contextlib.suppress(yaml.YAMLError):
+                _scan_with(yaml.SafeLoader, text, file)
+        raise refusal from None
+
+
+def _scan_with(loader_class: Any, text: str, file: str) -> None:
+    loader = loader_class(text)
 
     def refuse(message: str, ev: Any) -> ConfigError:
         return ConfigError(message, line=ev.start_mark.line + 1, file=file, hint=_SHAPE_HINT)
@@ -485,8 +502,6 @@ def _scan(text: str, file: str) -> None:
                     raise refuse(f"more than {MAX_VALUES:,} values once aliases are expanded", ev)
         if count > MAX_VALUES:
             raise ConfigError(f"more than {MAX_VALUES:,} values", file=file, hint=_SHAPE_HINT)
-    except yaml.YAMLError as e:
-        raise _yaml_problem(e, text, file) from None
     finally:
         loader.dispose()
 

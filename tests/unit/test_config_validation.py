@@ -11,9 +11,11 @@ import base64
 import codecs
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
+import yaml
 
 from sanlens import config as cfgmod
 from sanlens.config import check_config, listen_problem, load_config, load_config_text, url_problem
@@ -290,6 +292,41 @@ def test_deep_nesting_is_refused_with_a_message_not_a_crash(text: str) -> None:
     with pytest.raises(ConfigError, match="nested more than 32 levels deep") as ei:
         load_config_text(text)
     assert ei.value.line is not None
+
+
+class _ShallowLibrary(yaml.SafeLoader):
+    """A YAML library that refuses nesting itself, early and in its own words, as libyaml 0.2.5+ does."""
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        if self.flow_level >= 8:
+            raise yaml.scanner.ScannerError(
+                "while opening a bracket", None, "too deep for this library", self.get_mark()
+            )
+        super().fetch_flow_collection_start(TokenClass)
+
+
+@pytest.mark.parametrize("depth", [40, 100_000])
+def test_deep_nesting_reads_the_same_whichever_library_refuses_it_first(
+    monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    """sanlens's limit is named even when the YAML library stops the document first."""
+    monkeypatch.setattr(cfgmod, "_SafeLoader", _ShallowLibrary)
+    text = "a: " + "[" * depth + "]" * depth + "\n"
+    with pytest.raises(ConfigError, match="nested more than 32 levels deep") as ei:
+        load_config_text(text, "c.yaml")
+    assert "too deep for this library" not in str(ei.value)
+    assert ei.value.line == 1
+
+
+def test_a_library_refusal_under_sanlens_limits_keeps_the_library_account(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nesting of 10 is within sanlens's 32 levels, so the library's own refusal is what the user reads."""
+    monkeypatch.setattr(cfgmod, "_SafeLoader", _ShallowLibrary)
+    with pytest.raises(ConfigError, match="too deep for this library") as ei:
+        load_config_text("a: " + "[" * 10 + "]" * 10 + "\n", "c.yaml")
+    assert "nested more than" not in str(ei.value)
+    assert ei.value.line == 1
 
 
 def test_alias_bombs_and_recursive_aliases_are_refused() -> None:
