@@ -27,7 +27,7 @@ def scrape(
     wbytes: float,
     split: float,
     queued: float,
-    busy: float = 0.0,
+    busy: float | None = None,
 ) -> str:
     """A windows_exporter-style scrape (HELP/TYPE as in the real capture) for disk 1 plus _Total-free disk 0."""
     pd = "windows_physical_disk_"
@@ -41,8 +41,9 @@ def scrape(
         ("write_bytes_total", "counter", wbytes),
         ("split_ios_total", "counter", split),
         ("requests_queued", "gauge", queued),
-        ("read_seconds_total", "counter", busy),
     ]
+    if busy is not None:
+        fams.append(("read_seconds_total", "counter", busy))
     out = []
     for name, typ, v in fams:
         out.append(f"# HELP {pd}{name} x\n# TYPE {pd}{name} {typ}")
@@ -113,11 +114,12 @@ def test_real_capture_help_and_type_are_accepted() -> None:
 
 @responses.activate
 def test_two_scrapes_rates_and_mapping_by_serial(monkeypatch: pytest.MonkeyPatch) -> None:
-    first = scrape(1000, 500, 10.0, 2.0, 100.0, 8_192_000, 4_096_000, 10, 3, busy=99999)
-    # 15 s later: +3000 reads, +1500 writes, +36 s of read latency, +3 s of write latency,
+    first = scrape(1000, 500, 10.0, 2.0, 100.0, 8_192_000, 4_096_000, 10, 3, busy=50.0)
+    # 15 s later: +3000 reads, +1500 writes, +36 s of read queue integral (read_seconds_total) and a
+    # numerator that says otherwise (+31 s), +3 s of write latency (no write integral: the numerator),
     # +6 s idle, +24 MiB read, +6 MiB written, +30 split IOs, 7 queued now
     second = scrape(
-        4000, 2000, 46.0, 5.0, 106.0, 8_192_000 + 25_165_824, 4_096_000 + 6_291_456, 40, 7, busy=1
+        4000, 2000, 41.0, 5.0, 106.0, 8_192_000 + 25_165_824, 4_096_000 + 6_291_456, 40, 7, busy=86.0
     )
     responses.get(re.compile(r"http://win01\.example:9182/metrics.*"), body=first)
     clock = iter([1000.0, 1015.0])
@@ -136,7 +138,7 @@ def test_two_scrapes_rates_and_mapping_by_serial(monkeypatch: pytest.MonkeyPatch
     d = {x.disk: x for x in view.disks}["1"]
     assert d.read_iops == pytest.approx(3000 / 15)
     assert d.write_iops == pytest.approx(1500 / 15)
-    assert d.read_latency_s == pytest.approx(36.0 / 3000)  # 12 ms Avg. Disk sec/Read
+    assert d.read_latency_s == pytest.approx(36.0 / 3000)  # 12 ms, from the 64-bit integral
     assert d.write_latency_s == pytest.approx(3.0 / 1500)  # 2 ms
     assert d.idle_ratio == pytest.approx(6.0 / 15)
     assert d.queue_length == 7
@@ -152,15 +154,16 @@ def test_two_scrapes_rates_and_mapping_by_serial(monkeypatch: pytest.MonkeyPatch
         "81E3T+Qa9Ugx",
     )
     assert (d.queue_depth, d.paths, d.data_class) == (32, 1, "data")
-    lv = ("sql01", "1", "81E3T+Qa9Ugx", "cluster1", "svm1", "sql_data", "/vol/sql_data/lun0")
+    lv = ("sql01", "1")  # counters carry host and disk only; the LUN is on the info family
+    ident = ("81E3T+Qa9Ugx", "cluster1", "svm1", "sql_data", "/vol/sql_data/lun0")
     assert samples(s2, "sanlens_host_disk_ops_total")[(*lv, "read")] == 4000
+    assert samples(s2, "sanlens_host_disk_latency_seconds_total")[(*lv, "read")] == 86.0  # the integral
     assert samples(s2, "sanlens_host_disk_latency_seconds_total")[(*lv, "write")] == 5.0
     assert samples(s2, "sanlens_host_disk_idle_seconds_total")[lv] == 106.0
     assert samples(s2, "sanlens_host_disk_queue_length")[lv] == 7
     info = samples(s2, "sanlens_host_disk_info")
-    assert info[(*lv, "E:", "data", "serial")] == 1.0
+    assert info[(*lv, *ident, "E:", "data", "serial")] == 1.0
     assert info[("sql01", "0", "", "", "", "", "", "C:", "data", "none")] == 1.0
-    # read_seconds_total (a queue-length integral) dropped from 99999 to 1 and must not matter
     assert all("busy" not in m.name for m in s2.metrics)
 
 
@@ -187,9 +190,9 @@ def test_static_mapping_by_drive_with_overrides(monkeypatch: pytest.MonkeyPatch)
     assert (d.cluster, d.svm, d.volume, d.lun) == ("cluster1", "svm1", "sql_log", "/vol/sql_log/lun0")
     assert d.lun_serial == "81E3T+Qa9Ugy"  # from the directory, Windows reported none
     assert (d.data_class, d.queue_depth, d.paths, d.q_eff) == ("log", 64, 4, 256)
-    lv = ("sql01", "1", "81E3T+Qa9Ugy", "cluster1", "svm1", "sql_log", "/vol/sql_log/lun0")
-    assert samples(snap, "sanlens_host_disk_queue_depth")[lv] == 64
-    assert samples(snap, "sanlens_host_disk_info")[(*lv, "E:", "log", "static")] == 1
+    ident = ("81E3T+Qa9Ugy", "cluster1", "svm1", "sql_log", "/vol/sql_log/lun0")
+    assert samples(snap, "sanlens_host_disk_queue_depth")[("sql01", "1")] == 64
+    assert samples(snap, "sanlens_host_disk_info")[("sql01", "1", *ident, "E:", "log", "static")] == 1
 
 
 @responses.activate
@@ -204,7 +207,7 @@ def test_32bit_latency_wrap_is_unwrapped(monkeypatch: pytest.MonkeyPatch) -> Non
     snap = src.poll()
     d = {x.disk: x for x in snap.view.disks}["1"]  # type: ignore[union-attr]
     assert d.read_latency_s == pytest.approx(2.5 / 500)  # 1 s before the wrap + 1.5 s after
-    lv = ("sql01", "1", "81E3T+Qa9Ugx", "", "", "", "", "read")  # serial known, LUN not (empty directory)
+    lv = ("sql01", "1", "read")
     exposed = samples(snap, "sanlens_host_disk_latency_seconds_total")[lv]
     assert exposed == pytest.approx(wrap + 1.5)
 
@@ -218,10 +221,10 @@ def test_counter_reset_keeps_exposed_counter_monotonic(monkeypatch: pytest.Monke
     snap = src.poll()
     s = samples(snap, "sanlens_host_disk_bytes_total")
     # the interval with the reset is unknown: the exposed counter holds still, never jumps
-    assert s[("sql01", "1", "81E3T+Qa9Ugx", "", "", "", "", "read")] == 1e12
+    assert s[("sql01", "1", "read")] == 1e12
     responses.replace(responses.GET, re.compile(r".*"), body=scrape(30, 0, 0.6, 0, 0, 8192, 0, 0, 0))
     s = samples(src.poll(), "sanlens_host_disk_bytes_total")
-    assert s[("sql01", "1", "81E3T+Qa9Ugx", "", "", "", "", "read")] == 1e12 + 4096  # counted again after it
+    assert s[("sql01", "1", "read")] == 1e12 + 4096  # counted again after it
 
 
 @responses.activate

@@ -20,11 +20,20 @@ from typing import Any
 import numpy as np
 
 from sanlens.hosts.mapping import DiskMapping
+from sanlens.hosts.perfmon_source import littles_law
 from sanlens.model import HostDiskStats, HostView, Snapshot
 
 MAX_STEPS = 2048
 # latency field -> the IOPS field that weights it
 WEIGHT = {"read_latency_s": "read_iops", "write_latency_s": "write_iops"}
+# Average queue length over an interval / its mean IOPS is the mean latency of its I/Os
+# (Little's law, from PerfMon's uint64 queue integral), exact where the logged Avg. Disk
+# sec/op, from a uint32 numerator, wraps at depth; both are interval means, so the ratio
+# of the means is Σ latency / Σ ops.
+_LITTLE = (
+    ("read_queue", "read_iops", "read_latency_s"),
+    ("write_queue", "write_iops", "write_latency_s"),
+)
 
 DiskColumn = tuple[str, str, tuple[str, ...], str]  # host, disk, drives, field
 Mapper = Callable[[str, str, tuple[str, ...]], DiskMapping]
@@ -147,6 +156,10 @@ class HostIntervals:
             for (host, disk), fields in sorted(per.items()):
                 if "idle_ratio" in fields:
                     fields["idle_ratio"] = min(max(fields["idle_ratio"] / 100.0, 0.0), 1.0)
+                for queue, iops, latency in _LITTLE:
+                    mean = littles_law(fields.pop(queue, None), fields.get(iops), fields.get(latency))
+                    if mean is not None:
+                        fields[latency] = mean
                 m = mapper(host, disk, drives[(host, disk)])
                 kw: dict[str, Any] = {k: getattr(m, k) for k in _MAPPED} | fields
                 stats = HostDiskStats(host, disk, drives[(host, disk)], m.lun_serial, **kw)

@@ -5,6 +5,16 @@ Every host source (windows_exporter, WinRM, PerfMon log) reduces a poll to
 to monotonic 64-bit values (Windows PERF_COUNTER_COUNTER and PERF_AVERAGE_TIMER
 numerators are 32-bit and wrap), computes rates over the interval, and renders
 both the exposition and the view the diagnoses read.
+
+Latency comes from the 64-bit queue integrals (% Disk Read/Write Time, in seconds)
+where the source has them: with N I/Os outstanding the integral grows N s/s, so
+Δintegral/Δops is the mean latency (Little's law) and never wraps. The 32-bit
+Avg. Disk sec/op numerator grows just as fast but wraps every 429.5/N s, which is
+several times a poll under load; it is the fallback, taken modulo 2^32.
+
+Counters carry ``host, disk[, op]`` only; the LUN a disk maps to is on
+``sanlens_host_disk_info``, so a mapping that changes (a LUN moved, an inventory
+that failed) never changes a counter's identity.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ COUNTER_FIELDS: dict[str, float | None] = {
     "write_bytes": None,
     "read_latency_s": WRAP32_LATENCY_S,
     "write_latency_s": WRAP32_LATENCY_S,
+    "read_time_s": None,
+    "write_time_s": None,
     "idle_s": None,
     "split_ios": WRAP32,
 }
@@ -51,12 +63,15 @@ class DiskReading:
     drives: tuple[str, ...] = ()
     serial: str = ""
     paths: int | None = None  # MPIO paths seen on the host, when known
+    optimized_paths: int | None = None  # of those, ALUA Active/Optimized, when the host reports states
     reads: float | None = None
     writes: float | None = None
     read_bytes: float | None = None
     write_bytes: float | None = None
-    read_latency_s: float | None = None  # Σ seconds of all reads
+    read_latency_s: float | None = None  # Σ seconds of all reads (32-bit Avg. Disk sec/Read numerator)
     write_latency_s: float | None = None
+    read_time_s: float | None = None  # % Disk Read Time integral in seconds (64-bit): also Σ read latency
+    write_time_s: float | None = None
     idle_s: float | None = None
     split_ios: float | None = None
     queue_length: float | None = None  # current, not cumulative
@@ -66,9 +81,10 @@ class DiskReading:
 class Unwrapper:
     """Turns wrapping or resetting raw counters into monotonic values.
 
-    A drop whose wrapped delta is under half the modulus is a wrap; any other drop
-    is a reset (reboot, exporter restart), after which the value continues from
-    the last exposed one.
+    A drop of a counter with a modulus (a 32-bit one) is a wrap: at high queue depth the
+    latency numerators wrap every few seconds, so a wrap can leave the value anywhere
+    below its last one. A drop of a 64-bit counter, or a restart the caller detected from
+    other counters (``reset``), holds the value still: it continues from the last exposed one.
     """
 
     _state: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)  # key -> (raw, offset)
@@ -87,7 +103,7 @@ class Unwrapper:
             if reset:
                 offset += last_raw - raw  # whatever the new raw value, this interval's change is unknown
             elif raw < last_raw:
-                if modulus is not None and last_raw < modulus and raw + modulus - last_raw < modulus / 2:
+                if modulus is not None and last_raw < modulus:
                     offset += modulus
                 else:
                     # a reset: the interval's change is unknown (a restarted counter need not start
@@ -103,7 +119,7 @@ class Unwrapper:
 
 RateFn = Callable[[DiskReading, DiskReading, float], HostDiskStats]
 
-LABELS = ("host", "disk", "lun_serial", "cluster", "svm", "volume", "lun")
+LABELS = ("host", "disk")  # of every host-disk counter and gauge; the LUN identity is on the info family
 
 
 def _delta(prev: float | None, cur: float | None) -> float | None:
@@ -117,8 +133,11 @@ def cumulative_rates(host: str, prev: DiskReading, cur: DiskReading, dt: float) 
         d = _delta(getattr(prev, name), getattr(cur, name))
         return None if d is None or dt <= 0 else d / dt
 
-    def per_op(lat: str, ops: str) -> float | None:
-        dl, do = _delta(getattr(prev, lat), getattr(cur, lat)), _delta(getattr(prev, ops), getattr(cur, ops))
+    def per_op(integral: str, lat: str, ops: str) -> float | None:
+        dl = _delta(getattr(prev, integral), getattr(cur, integral))
+        if dl is None:  # no 64-bit integral in one of the polls: the 32-bit numerator, unwrapped
+            dl = _delta(getattr(prev, lat), getattr(cur, lat))
+        do = _delta(getattr(prev, ops), getattr(cur, ops))
         return None if dl is None or not do else dl / do
 
     idle = rate("idle_s")
@@ -127,8 +146,8 @@ def cumulative_rates(host: str, prev: DiskReading, cur: DiskReading, dt: float) 
         disk=cur.disk,
         read_iops=rate("reads"),
         write_iops=rate("writes"),
-        read_latency_s=per_op("read_latency_s", "reads"),
-        write_latency_s=per_op("write_latency_s", "writes"),
+        read_latency_s=per_op("read_time_s", "read_latency_s", "reads"),
+        write_latency_s=per_op("write_time_s", "write_latency_s", "writes"),
         idle_ratio=None if idle is None else min(max(idle, 0.0), 1.0),
         queue_length=cur.queue_length,
         read_bytes_s=rate("read_bytes"),
@@ -158,10 +177,11 @@ class HostCooker:
     def _restarted(self, readings: list[DiskReading], dt: float | None) -> bool:
         """Whether the host's counters restarted since the last poll (reboot, exporter restart).
 
-        A 64-bit counter (bytes, idle time) never wraps, so its drop is a restart; so is a
-        change no disk can make in the interval (a counter that restarts elsewhere than zero can
-        come back above its last value). A restart is host-wide: then no counter of any disk
-        gives a rate this interval, even one whose new value reads as a wrap or as growth.
+        A 64-bit counter (bytes, idle time, the queue integrals) never wraps, so its drop is a
+        restart; so is a change no disk can make in the interval, read modulo 2^32 for a 32-bit
+        count (a counter that restarts elsewhere than zero can come back above its last value).
+        A restart is host-wide: then no counter of any disk gives a rate this interval, even one
+        whose new value reads as a wrap or as growth.
         """
         for r in readings:
             for name, modulus in COUNTER_FIELDS.items():
@@ -171,8 +191,9 @@ class HostCooker:
                     continue
                 if modulus is None and v < last:
                     return True
+                grew = v - last if v >= last or modulus is None else (v - last) % modulus
                 limit = MAX_RATE.get(name)
-                if limit is not None and dt and v - last > limit * dt:
+                if limit is not None and dt and grew > limit * dt:
                     return True
         return False
 
@@ -219,6 +240,7 @@ class HostCooker:
                     paths=m.paths,
                     observed_paths=m.observed_paths,
                     configured_paths=m.configured_paths,
+                    optimized_paths=r.optimized_paths,
                 )
             )
         self._prev = {r.disk: r for r in unwrapped}
@@ -227,25 +249,33 @@ class HostCooker:
         return Snapshot(self.host, "host", timestamp, render(self.host, unwrapped, mappings), view)
 
 
+def _latency(integral: float | None, numerator: float | None) -> float | None:
+    """Σ latency to expose: the 64-bit queue integral where the source has it, else the numerator."""
+    return integral if integral is not None else numerator
+
+
 def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMapping]) -> tuple[Metric, ...]:
-    """The ``sanlens_host_disk_*`` families of docs/metrics.md."""
+    """The ``sanlens_host_disk_*`` families of docs/metrics.md: identity on ``_info``, ``{host, disk[, op]}``
+    on everything else."""
     b = MetricBuilder()
     for r in sorted(readings, key=lambda x: (len(x.disk), x.disk)):
         m = mappings.get(r.disk, DiskMapping(r.serial))
-        lv = {
-            "host": host,
-            "disk": r.disk,
-            "lun_serial": m.lun_serial,
-            "cluster": m.cluster,
-            "svm": m.svm,
-            "volume": m.volume,
-            "lun": m.lun,
-        }
+        lv = {"host": host, "disk": r.disk}
         b.add(
             "sanlens_host_disk_info",
             "info",
-            "Host disk and the ONTAP LUN it maps to (mapping: serial, static, none).",
-            {**lv, "drives": ",".join(r.drives), "data_class": m.data_class, "mapping": m.mapping},
+            "Host disk and the ONTAP LUN it maps to (mapping: serial, static, none); join it on (host, disk).",
+            {
+                **lv,
+                "lun_serial": m.lun_serial,
+                "cluster": m.cluster,
+                "svm": m.svm,
+                "volume": m.volume,
+                "lun": m.lun,
+                "drives": ",".join(r.drives),
+                "data_class": m.data_class,
+                "mapping": m.mapping,
+            },
             1.0,
         )
         for op, ops in (("read", r.reads), ("write", r.writes)):
@@ -257,12 +287,15 @@ def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMappi
                     {**lv, "op": op},
                     ops,
                 )
-        for op, lat in (("read", r.read_latency_s), ("write", r.write_latency_s)):
+        for op, lat in (
+            ("read", _latency(r.read_time_s, r.read_latency_s)),
+            ("write", _latency(r.write_time_s, r.write_latency_s)),
+        ):
             if lat is not None:
                 b.add(
                     "sanlens_host_disk_latency_seconds_total",
                     "counter",
-                    "Sum of operation latencies; divided by ops it is Avg. Disk sec/op.",
+                    "Sum of operation latencies (the queue-length integral); divided by ops it is Avg. Disk sec/op.",
                     {**lv, "op": op},
                     lat,
                 )
@@ -302,6 +335,14 @@ def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMappi
         )
         active = m.observed_paths if m.observed_paths is not None else m.paths
         b.add("sanlens_host_disk_paths", "gauge", "Active paths; Q_eff = queue_depth x paths.", lv, active)
+        if r.optimized_paths is not None:
+            b.add(
+                "sanlens_host_disk_optimized_paths",
+                "gauge",
+                "ALUA Active/Optimized paths, the ones that carry I/O; Q_eff = queue_depth x optimized paths.",
+                lv,
+                r.optimized_paths,
+            )
         b.add(
             "sanlens_host_disk_configured_paths",
             "gauge",

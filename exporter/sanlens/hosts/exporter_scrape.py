@@ -3,11 +3,16 @@
 Uses the ``physical_disk`` collector (label ``disk`` = disk number; releases before
 0.30 wrote the PerfMon instance, ``"1 E:"``), ``windows_logical_disk_info`` for
 drive letters (its ``disk`` label lists disk numbers joined by ``;``), and our
-textfile-collector family ``sanlens_windows_disk_info`` for LUN serials, which
-windows_exporter itself does not expose (docs/hosts-windows.md).
+textfile-collector families ``sanlens_windows_disk_info`` for LUN serials, which
+windows_exporter itself does not expose, and ``sanlens_windows_disk_paths`` for
+MPIO paths, by ALUA state where the script writes one (docs/hosts-windows.md).
 
-``windows_physical_disk_read_seconds_total`` is PercentDiskReadTime: an integral
-of the read queue length, not busy time. It is deliberately not read.
+``windows_physical_disk_read_seconds_total`` is % Disk Read Time
+(PERF_PRECISION_100NS_TIMER, uint64, 100 ns units scaled by 1e-7): the integral of the
+read queue length, not busy time. By Little's law its increase over the reads'
+increase is the mean read latency, and it never wraps, so latency is taken from
+it; ``read_latency_seconds_total`` (the uint32 Avg. Disk sec/Read numerator, which
+wraps every 429.5/N s at N reads outstanding) is the fallback.
 """
 
 from __future__ import annotations
@@ -31,12 +36,18 @@ _FIELDS = {
     _PD + "write_bytes_total": "write_bytes",
     _PD + "read_latency_seconds_total": "read_latency_s",
     _PD + "write_latency_seconds_total": "write_latency_s",
+    _PD + "read_seconds_total": "read_time_s",
+    _PD + "write_seconds_total": "write_time_s",
     _PD + "idle_seconds_total": "idle_s",
     _PD + "split_ios_total": "split_ios",
     _PD + "requests_queued": "queue_length",
 }
 SERIAL_FAMILY = "sanlens_windows_disk_info"
 PATHS_FAMILY = "sanlens_windows_disk_paths"
+# ALUA states of MPIO paths (MPIO_DSM_Path_V2.TargetPortGroup_State; mpclaim prints Active/Optimized,
+# Active/Unoptimized, Standby, Unavailable, Transitioning): those that count as the disk's paths
+OPTIMIZED = "active_optimized"
+ACTIVE_STATES = frozenset({"active_optimized", "active_unoptimized"})
 
 
 class ScrapeParseError(ValueError):
@@ -64,6 +75,7 @@ def parse_scrape(text: str) -> list[DiskReading]:
     drives: dict[str, set[str]] = defaultdict(set)
     serials: dict[str, str] = {}
     paths: dict[str, int] = {}
+    by_state: dict[str, dict[str, int]] = defaultdict(dict)
     try:
         families = list(text_string_to_metric_families(text.lstrip("\ufeff")))
     except (ValueError, TypeError, IndexError, OverflowError) as e:
@@ -92,14 +104,27 @@ def parse_scrape(text: str) -> list[DiskReading]:
                     serials[number] = labels.get("serial_number", "").strip()
             elif name == PATHS_FAMILY:
                 number = labels.get("disk", "").strip()
-                if number and _usable(name, number, s.value) >= 1:
-                    paths[number] = int(s.value)
+                state = labels.get("state", "").strip().lower()
+                if not number:
+                    continue
+                count = _usable(name, number, s.value)
+                if state:
+                    by_state[number][state] = max(int(count), 0)
+                elif count >= 1:
+                    paths[number] = int(count)
+    optimized: dict[str, int] = {}
+    for number, states in by_state.items():
+        optimized[number] = states.get(OPTIMIZED, 0)
+        active = sum(n for st, n in states.items() if st in ACTIVE_STATES)
+        if active >= 1:
+            paths[number] = active
     return [
         DiskReading(
             disk=n,
             drives=tuple(sorted(drives.get(n, ()))),
             serial=serials.get(n, ""),
             paths=paths.get(n),
+            optimized_paths=optimized.get(n),
             **values[n],
         )
         for n in sorted(values, key=lambda x: (len(x), x))

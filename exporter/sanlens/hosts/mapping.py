@@ -89,7 +89,8 @@ def resolve(
             configured,
         )
     if serial:
-        ident = directory.by_serial(serial)
+        # a disks: entry that names only a cluster decides which copy a shared serial joins
+        ident = directory.by_serial(serial, entry.cluster if entry is not None else None)
         if ident is not None:
             return DiskMapping(
                 serial,

@@ -5,6 +5,14 @@ complete row: PerfMon has already cooked the rates (Disk Reads/sec, Avg. Disk
 sec/Read, % Idle Time ...). Counters for the exposition are integrated from those
 rates over the row timestamps, so the sanlens_host_disk_* families look the same
 as with the other sources. Memory stays bounded whatever the file size.
+
+Latency: PerfMon cooks Avg. Disk sec/Read from the uint32 PERF_AVERAGE_TIMER
+numerator over the sample interval, so with N reads outstanding it is wrong once
+the interval exceeds 429.5/N s (N = 200 at a 15 s interval: the numerator wraps
+6 times). Avg. Disk Read Queue Length comes from the uint64 read-queue integral
+and is never capped, so where the log has it, latency = queue length / Disk
+Reads/sec (Little's law), exact at any depth. % Disk Read Time is the same
+integral but PDH caps it at 100 when it formats the value, so it is not used.
 """
 
 from __future__ import annotations
@@ -36,8 +44,18 @@ DISK_COUNTERS = {
     "disk read bytes/sec": "read_bytes_s",
     "disk write bytes/sec": "write_bytes_s",
     "split io/sec": "split_iops",
+    "avg. disk read queue length": "read_queue",
+    "avg. disk write queue length": "write_queue",
 }
 TAIL_BYTES = 256 * 1024
+
+
+def littles_law(queue: float | None, iops: float | None, avg_sec: float | None) -> float | None:
+    """Mean latency = average queue length / ops per second where both were logged (exact at any
+    depth); else the logged Avg. Disk sec/op, which the 32-bit numerator bounds (see above)."""
+    if queue is not None and iops:
+        return queue / iops
+    return avg_sec
 
 
 def disk_columns(header: LogHeader) -> tuple[dict[int, tuple[str, tuple[str, ...], str]], list[str]]:
@@ -158,8 +176,12 @@ class PerfmonSource(HostSource):
                 disk=disk,
                 read_iops=vals.get("read_iops"),
                 write_iops=vals.get("write_iops"),
-                read_latency_s=vals.get("read_latency_s"),
-                write_latency_s=vals.get("write_latency_s"),
+                read_latency_s=littles_law(
+                    vals.get("read_queue"), vals.get("read_iops"), vals.get("read_latency_s")
+                ),
+                write_latency_s=littles_law(
+                    vals.get("write_queue"), vals.get("write_iops"), vals.get("write_latency_s")
+                ),
                 idle_ratio=None if idle is None else min(max(idle / 100.0, 0.0), 1.0),
                 queue_length=vals.get("queue_length"),
                 read_bytes_s=vals.get("read_bytes_s"),

@@ -6,7 +6,7 @@ Each poll reduces the host to ``DiskReading``s, maps every disk to its ONTAP LUN
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
@@ -15,6 +15,7 @@ from sanlens.abortable import AbortableAdapter
 from sanlens.config import HostTarget
 from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SanlensError, SourceError
+from sanlens.freshness import ReceiveClock
 from sanlens.hosts.cooking import DiskReading, HostCooker
 from sanlens.hosts.exporter_scrape import COLLECTORS, ScrapeParseError, parse_scrape
 from sanlens.hosts.mapping import DiskMapping, resolve
@@ -34,7 +35,9 @@ class HostSource:
         self.name = target.name
         self.interval = float(target.poll_interval)
         self.cooker = HostCooker(target.name)
-        self.clock = time.time  # injectable for tests
+        # Unix seconds whose differences (windows_exporter gives no sample time of its own: the rate
+        # intervals) an NTP step cannot distort; injectable for tests
+        self.clock: Callable[[], float] = ReceiveClock()
 
     def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
         """(timestamp, readings, rates or None to derive them, interval or None for wall clock)."""

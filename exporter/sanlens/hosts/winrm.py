@@ -2,14 +2,22 @@
 
 One batched PowerShell call per poll returns, as JSON, the raw PhysicalDisk and
 LogicalDisk counters (with Frequency_PerfTime, Timestamp_PerfTime and
-Timestamp_Sys100NS), Get-Disk identities and the MPIO path count per LUN serial.
-Rates come from ``rawcounters``; the transport sits behind ``Transport`` so it can
-be tested without Windows.
+Timestamp_Sys100NS), Get-Disk identities, the MPIO path count per LUN serial and,
+where the Microsoft DSM reports them, the ALUA state of every path
+(DSM_QueryLBPolicy_V2: MPIO_DSM_Path_V2.TargetPortGroup_State). Rates come from
+``rawcounters``; the transport sits behind ``Transport`` so it can be tested
+without Windows (and against the simulator's ``/windows/<host>/winrm``).
+
+Latency is Δ PercentDiskReadTime (uint64, 100 ns; the read-queue integral) over
+Δ reads: exact by Little's law at any queue depth. The uint32 AvgDiskSecPerRead
+numerator wraps every 2^32/F/N s at N reads outstanding (429.5/N s at F = 10 MHz)
+and is only the fallback when the integral is missing.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, Protocol
 
 from sanlens.config import HostTarget
@@ -25,6 +33,7 @@ from sanlens.trust import Trust
 _PD_PROPS = (
     "Name,DiskReadsPerSec,DiskWritesPerSec,DiskReadBytesPerSec,DiskWriteBytesPerSec,"
     "AvgDiskSecPerRead,AvgDiskSecPerRead_Base,AvgDiskSecPerWrite,AvgDiskSecPerWrite_Base,"
+    "PercentDiskReadTime,PercentDiskReadTime_Base,PercentDiskWriteTime,PercentDiskWriteTime_Base,"
     "PercentIdleTime,PercentIdleTime_Base,CurrentDiskQueueLength,AvgDiskQueueLength,SplitIOPerSec,"
     "Frequency_PerfTime,Timestamp_PerfTime,Timestamp_Sys100NS"
 )
@@ -35,13 +44,26 @@ $pd = @(Get-CimInstance Win32_PerfRawData_PerfDisk_PhysicalDisk | Where-Object N
         Select-Object {_PD_PROPS})
 $ld = @(Get-CimInstance Win32_PerfRawData_PerfDisk_LogicalDisk | Where-Object Name -ne '_Total' |
         Select-Object Name,CurrentDiskQueueLength,Timestamp_Sys100NS)
-$disks = @(Get-Disk | Select-Object Number,SerialNumber,UniqueId,FriendlyName)
+$all = @(Get-Disk)
+$disks = @($all | Select-Object Number,SerialNumber,UniqueId,FriendlyName)
 $mpio = @()
 try {{
   $mpio = @((Get-CimInstance -Namespace root\\wmi -ClassName MPIO_DISK_INFO -ErrorAction Stop).DriveInfo |
             Select-Object Name,NumberPaths,SerialNumber)
 }} catch {{ }}
-[pscustomobject]@{{ physical = $pd; logical = $ld; disks = $disks; mpio = $mpio }} |
+# ALUA state per path: the DSM's MPIO disk instance is the device path of its Get-Disk entry
+$alua = @()
+try {{
+  foreach ($q in @(Get-CimInstance -Namespace root\\wmi -ClassName DSM_QueryLBPolicy_V2 -ErrorAction Stop)) {{
+    $id = ($q.InstanceName -replace '_\\d+$', '' -replace '\\\\', '#').ToLower()
+    $d = $all | Where-Object {{ $_.Path -and $_.Path.ToLower().Contains($id) }} | Select-Object -First 1
+    if ($null -eq $d) {{ continue }}
+    foreach ($p in @($q.LoadBalancePolicy.DSM_Paths)) {{
+      $alua += [pscustomobject]@{{ Number = $d.Number; State = $p.TargetPortGroup_State; Failed = $p.FailedPath }}
+    }}
+  }}
+}} catch {{ }}
+[pscustomobject]@{{ physical = $pd; logical = $ld; disks = $disks; mpio = $mpio; alua = $alua }} |
   ConvertTo-Json -Depth 4 -Compress
 """
 
@@ -157,6 +179,7 @@ class WinRMSource(HostSource):
                 normalize_serial(str(m.get("SerialNumber") or "")): int(m.get("NumberPaths") or 0)
                 for m in _list(doc.get("mpio"))
             }
+            alua = alua_paths(_list(doc.get("alua")))
             readings, rates = [], {}
             ts = None
             interval = None
@@ -165,7 +188,11 @@ class WinRMSource(HostSource):
                 disk, _, rest = name.partition(" ")
                 serial = str(ids.get(disk, {}).get("SerialNumber") or "").strip()
                 reading = self._reading(disk, tuple(d for d in rest.split() if d.endswith(":")), serial, row)
-                readings.append(replace_paths(reading, mpio.get(normalize_serial(serial)) or None))
+                reading = replace_paths(reading, mpio.get(normalize_serial(serial)) or None)
+                if disk in alua:
+                    active, optimized = alua[disk]
+                    reading = replace(reading, paths=active or reading.paths, optimized_paths=optimized)
+                readings.append(reading)
                 ts = int(row["Timestamp_Sys100NS"]) / 1e7 - 11644473600.0  # FILETIME → Unix epoch
                 prev = self._prev_raw.get(disk)
                 if prev is not None:
@@ -196,6 +223,8 @@ class WinRMSource(HostSource):
             write_bytes=float(r["DiskWriteBytesPerSec"]),
             read_latency_s=rlat / f,
             write_latency_s=wlat / f,
+            read_time_s=_integral_s(r, "PercentDiskReadTime"),
+            write_time_s=_integral_s(r, "PercentDiskWriteTime"),
             idle_s=float(r["PercentIdleTime"]) * 1e-7,
             split_ios=float(r["SplitIOPerSec"]),
             queue_length=rc.raw(r["CurrentDiskQueueLength"]),
@@ -211,20 +240,8 @@ class WinRMSource(HostSource):
             disk=disk,
             read_iops=rc.counter_counter(p["DiskReadsPerSec"], c["DiskReadsPerSec"], t0, t1, f),
             write_iops=rc.counter_counter(p["DiskWritesPerSec"], c["DiskWritesPerSec"], t0, t1, f),
-            read_latency_s=rc.average_timer(
-                p["AvgDiskSecPerRead"],
-                c["AvgDiskSecPerRead"],
-                p["AvgDiskSecPerRead_Base"],
-                c["AvgDiskSecPerRead_Base"],
-                f,
-            ),
-            write_latency_s=rc.average_timer(
-                p["AvgDiskSecPerWrite"],
-                c["AvgDiskSecPerWrite"],
-                p["AvgDiskSecPerWrite_Base"],
-                c["AvgDiskSecPerWrite_Base"],
-                f,
-            ),
+            read_latency_s=_latency(p, c, "Read", f),
+            write_latency_s=_latency(p, c, "Write", f),
             idle_ratio=None if idle is None else idle / 100.0,
             queue_length=rc.raw(c["CurrentDiskQueueLength"]),
             read_bytes_s=rc.counter_counter(
@@ -238,6 +255,48 @@ class WinRMSource(HostSource):
 
 
 def replace_paths(r: DiskReading, paths: int | None) -> DiskReading:
-    from dataclasses import replace
-
     return replace(r, paths=paths) if paths else r
+
+
+# MPIO_DSM_Path_V2.TargetPortGroup_State, the SPC-4 asymmetric access state
+ALUA_ACTIVE_OPTIMIZED, ALUA_ACTIVE_UNOPTIMIZED = 0, 1
+
+
+def alua_paths(rows: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Disk number -> (active paths, Active/Optimized paths) from the DSM's path states; failed paths
+    do not count. Standby, unavailable and transitioning paths carry no I/O."""
+    out: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        disk = str(row.get("Number", "")).strip()
+        if not disk or row.get("Failed"):
+            continue
+        state = int(row.get("State", -1))
+        active, optimized = out.get(disk, (0, 0))
+        out[disk] = (
+            active + (state in (ALUA_ACTIVE_OPTIMIZED, ALUA_ACTIVE_UNOPTIMIZED)),
+            optimized + (state == ALUA_ACTIVE_OPTIMIZED),
+        )
+    return out
+
+
+def _integral_s(row: dict[str, Any], name: str) -> float | None:
+    """A PERF_PRECISION_100NS_TIMER (uint64, 100 ns units) in seconds; None when the row lacks it."""
+    v = row.get(name)
+    return None if v is None else float(v) * 1e-7
+
+
+def _latency(p: dict[str, Any], c: dict[str, Any], op: str, freq: int) -> float | None:
+    """Mean latency per op: Δ % Disk <op> Time integral / Δ ops (Little's law, 64-bit), else the
+    32-bit Avg. Disk sec/<op> numerator taken modulo 2^32."""
+    ops = rc.delta32(p[f"AvgDiskSecPer{op}_Base"], c[f"AvgDiskSecPer{op}_Base"])
+    n0, n1 = p.get(f"PercentDisk{op}Time"), c.get(f"PercentDisk{op}Time")
+    if n0 is not None and n1 is not None:
+        d = int(n1) - int(n0)
+        return None if ops == 0 or d < 0 else d * 1e-7 / ops
+    return rc.average_timer(
+        p[f"AvgDiskSecPer{op}"],
+        c[f"AvgDiskSecPer{op}"],
+        p[f"AvgDiskSecPer{op}_Base"],
+        c[f"AvgDiskSecPer{op}_Base"],
+        freq,
+    )
