@@ -30,6 +30,7 @@ ARCH_LABELS = {
         "disk",
         "aggregate",
         "raid_group",
+        "raid_position",
         "type",
         "rpm",
         "container",
@@ -90,6 +91,13 @@ def test_exporter_scrapes_simulator_series_with_names_labels_units_and_monotonic
         for key in second[name]:
             assert {k for k, _ in key} == labels, f"{name} labels {key}"
     assert second["sanlens_target_up"][(("kind", "ontap"), ("target", "c1"))] == 1.0
+    # every aggregate's RAID groups carry parity disks, named as the plex reports them
+    positions: dict[str, set[str]] = {}
+    for key in second["sanlens_ontap_disk_info"]:
+        d = dict(key)
+        if d["aggregate"]:
+            positions.setdefault(d["aggregate"], set()).add(d["raid_position"])
+    assert positions and all({"data", "parity"} <= p for p in positions.values()), positions
     # counters never go backwards between polls, and most of them moved
     moved = 0
     for name, series in second.items():

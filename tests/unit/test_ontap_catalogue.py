@@ -213,3 +213,32 @@ def test_kb_per_sec_data_counters_count_bytes_in_a_real_capture() -> None:
     from sanlens.ontap.catalogue import unit_scale
 
     assert unit_scale("kb_per_sec") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("table", "capture"),
+    [
+        ("volume", "ontap/restperf/volume-schema.json"),
+        ("system:node", "ontap/restperf/system-node-schema-vsim.json"),
+    ],
+)
+def test_used_counters_match_a_real_counter_schema(table: str, capture: str) -> None:
+    """volume and system:node are not in the reference TSV: their real counter_schemas type them."""
+    doc = json.loads(Path(fixture_path(capture)).read_text())
+    real = {c["name"]: c for c in doc["counter_schemas"]}
+    tdef = catalogue()[table]
+    for name in tdef.wanted:
+        c, r = tdef.counters[name], real.get(name)
+        assert r is not None, f"{table} {name} is not in the real schema"
+        base = (r.get("denominator") or {}).get("name", "")
+        assert (c.spec.type, c.spec.unit, c.spec.base) == (r["type"], r["unit"], base), (table, name)
+
+
+def test_every_exported_counter_says_what_it_measures_and_each_table_its_source() -> None:
+    for t in catalogue().values():
+        if not t.rest:
+            continue
+        assert t.source, f"{t.table}: no `source` naming where its counters were checked"
+        for c in t.counters.values():
+            if c.metric:
+                assert c.doc, f"{t.table} {c.name} is exported without a `doc`"

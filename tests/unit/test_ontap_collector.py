@@ -47,6 +47,7 @@ def _two_polls(monkeypatch: pytest.MonkeyPatch, table: str, schema: str, rows1: 
                dt: float, **target: Any) -> tuple[Any, Any]:  # fmt: skip
     clock = Clock(1_000_000.0)
     monkeypatch.setattr(collector_mod.time, "time", clock)
+    monkeypatch.setattr(collector_mod.time, "monotonic", clock)  # the receive clock (sanlens.freshness)
     q = table.replace(":", "%3A")
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         _inventory(rsps)
@@ -203,7 +204,10 @@ def test_older_ontap_uses_fallback_without_asking_for_counter_tables() -> None:
     src = OntapSource(OntapTarget(name="c1", url=BASE), LunDirectory())
     snap = src.poll()
     assert not any("/counter/tables" in c.request.url for c in responses.calls)
-    fam = {m.name: m for m in snap.metrics}["sanlens_ontap_node_cpu_busy_seconds_total"]
+    # processor_utilization is the average over the processors (Harvest's KeyPerf: node_avg_processor_busy)
+    fams = {m.name: m for m in snap.metrics}
+    assert "sanlens_ontap_node_cpu_busy_seconds_total" not in fams
+    fam = fams["sanlens_ontap_node_average_processor_busy_seconds_total"]
     assert fam.samples[0][1] == pytest.approx(500e-6)
 
 
@@ -211,6 +215,7 @@ def test_each_table_is_cooked_against_the_time_its_rows_arrived(monkeypatch: pyt
     """A slow table must not stretch the interval of the tables fetched before it."""
     clock = Clock(1_000_000.0)
     monkeypatch.setattr(collector_mod.time, "time", clock)
+    monkeypatch.setattr(collector_mod.time, "monotonic", clock)  # the receive clock (sanlens.freshness)
     schema = {"name": "lun", "counter_schemas": [{"name": "read_ops", "type": "rate", "unit": "per_sec"}]}
     polls = iter([(0.0, 1000.0), (60.0, 7000.0)])  # (clock at the lun fetch, read_ops)
 

@@ -90,6 +90,7 @@ class CounterDef:
     label: str = ""  # value of the family's `by` label
     export_scale: float | None = None  # raw -> exported unit; None: from the unit
     used: bool = False
+    doc: str = ""  # what ONTAP says the counter measures, and where that was checked (docs/metrics.md)
 
     def export_factor(self, unit: str | None = None) -> float:
         if self.export_scale is not None:
@@ -135,6 +136,7 @@ class TableDef:
     counters: dict[str, CounterDef]
     aliases: dict[str, str] = field(default_factory=dict)  # zapi name -> REST name
     rest: bool = True  # served by /api/cluster/counter/tables (False: a CLI capture format)
+    source: str = ""  # where the counters' types, units and meanings were checked
 
     def resolve(self, name: str) -> CounterDef | None:
         """The catalogue entry for a REST or ZAPI/CLI counter name."""
@@ -251,6 +253,7 @@ def parse_table(doc: Any, where: str) -> TableDef:
             label=str(c.get("label", "")),
             export_scale=float(scale) if scale is not None else None,
             used=bool(c.get("view") or metric or c.get("use")),
+            doc=str(c.get("doc", "")),
         )
         if zapi != name:
             aliases[zapi] = str(name)
@@ -267,6 +270,7 @@ def parse_table(doc: Any, where: str) -> TableDef:
         counters,
         aliases,
         bool(doc.get("rest", True)),
+        str(doc.get("source", "")),
     )
 
 

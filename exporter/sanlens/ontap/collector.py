@@ -13,11 +13,13 @@ import gc
 import logging
 import time
 from collections.abc import Mapping
+from typing import NamedTuple
 from urllib.parse import quote
 
 from sanlens import gcpolicy
 from sanlens.config import OntapTarget
 from sanlens.errors import SourceError
+from sanlens.freshness import ReceiveClock
 from sanlens.join import LunDirectory, LunIdentity
 from sanlens.model import MetricBuilder, MetricType, OntapVersion, Snapshot
 from sanlens.ontap.catalogue import TableDef, catalogue, unit_scale
@@ -44,6 +46,14 @@ _Emit = tuple[str, str, MetricType, str, tuple[str, ...], str | None, float]
 _NO_SCHEMA: dict[str, CounterSpec] = {}
 
 
+class _Schema(NamedTuple):
+    """A table's counter schema as one ONTAP release serves it: an upgrade can add or rename counters."""
+
+    fetched_at: float
+    version: str
+    specs: dict[str, CounterSpec]
+
+
 class OntapSource:
     kind = "ontap"
 
@@ -53,6 +63,8 @@ class OntapSource:
         self.interval = float(target.poll_interval)
         self.directory = directory
         self.client = OntapClient(target)
+        # poll times: Unix seconds whose differences (the rate intervals) an NTP step cannot distort
+        self.clock = ReceiveClock()
         # tables are fetched side by side over the client's connection pool, so a poll takes
         # about as long as its slowest table, not the sum of them
         self._pool = concurrent.futures.ThreadPoolExecutor(POOL_SIZE, thread_name_prefix=f"ontap-{self.name}")
@@ -66,11 +78,15 @@ class OntapSource:
         self._missing_logged: set[tuple[str, str, str]] = set()
         self._emit: dict[tuple[str, int], list[_Emit]] = {}
         self.partial: dict[str, int] = {}  # table -> rows with incomplete aggregation this poll
+        # table -> ids of this poll's rows with incomplete aggregation: sums that dropped, never exported
+        self._partial_ids: dict[str, frozenset[str]] = {}
+        self.tables_missing: set[str] = set()  # configured tables this cluster answers 404 for
+        self._missing_tables_logged: set[tuple[str, str]] = set()
         self._fetched_at: dict[str, float] = {}  # table -> when its rows arrived in this poll
         self.version: OntapVersion | None = None
         self.inventory = Inventory()
         self._inventory_at = 0.0
-        self._schemas: dict[str, tuple[float, dict[str, CounterSpec]]] = {}
+        self._schemas: dict[str, _Schema] = {}
         self._prev: dict[str, tuple[float, dict[str, CounterRow]]] = {}
         self._fallback = False
 
@@ -98,9 +114,18 @@ class OntapSource:
                 gc.enable()
 
     def _poll(self) -> Snapshot:
-        now = time.time()
-        if self.version is None or now - self._inventory_at >= INVENTORY_EVERY:
-            self.version = self.client.version()
+        now = self.clock()
+        # the version is read every poll (one small GET): after an upgrade the counter schemas, the
+        # inventory and the version-dependent limits must follow at once, not hours later
+        version = self.client.version()
+        upgraded = self.version is not None and _release(version) != _release(self.version)
+        if upgraded:
+            log.warning(
+                "%s: ONTAP version changed from %s to %s; re-reading counter schemas and inventory",
+                self.name, self.version, version,
+            )  # fmt: skip
+        if self.version is None or upgraded or now - self._inventory_at >= INVENTORY_EVERY:
+            self.version = version
             v = self.version
             self._fallback = (v.generation, v.major, v.minor) < COUNTER_TABLES_SINCE
             fetch_static(self.client, self.inventory)
@@ -118,7 +143,7 @@ class OntapSource:
             {} if self._fallback else {t: self._pool.submit(self._table_rows, t) for t in self.target.tables}
         )
         rows = self._fetch_rows(dynamic.result(), tables)
-        ts = time.time()
+        ts = self.clock()
         cooked: list[tuple[CounterRow, list[Cooked]]] = []
         interval: float | None = None
         for table, trows in rows.items():
@@ -135,27 +160,47 @@ class OntapSource:
     ) -> dict[str, list[CounterRow]]:
         if tables:
             out: dict[str, list[CounterRow]] = {}
-            absent: list[OntapNotFound] = []
+            absent: dict[str, OntapNotFound] = {}
             for table, future in tables.items():
                 try:
                     out[table] = future.result()
                 except OntapNotFound as e:
-                    absent.append(e)
-            if not absent:
+                    absent[table] = e
+            self.tables_missing = set(absent) if out else set()
+            if out:  # tables missing on a release that has the others: only what needs them is lost
+                for table, missing in absent.items():
+                    self._table_missing(table, missing)
+                    self.partial.pop(table, None)
+                    self._partial_ids.pop(table, None)
                 return out
-            if out:  # one table missing on a release that has the others
-                raise absent[0]
             log.warning("%s: counter tables unavailable; using the statistics fields", self.name)
             self._fallback = True
             vol_recs = fetch_dynamic(self.client, self.inventory, self.name, with_stats=True)
+        self._partial_ids = {}  # the statistics fields carry no aggregation state
         return fallback_rows(self.client, vol_recs)
 
+    def _table_missing(self, table: str, error: OntapNotFound) -> None:
+        """A counter table the cluster does not serve (a release without it, no such hardware): logged once."""
+        key = (table, str(self.version or ""))
+        if key not in self._missing_tables_logged:
+            self._missing_tables_logged.add(key)
+            log.warning(
+                "%s: ONTAP %s has no counter table %s (%s); the metrics and diagnoses that need it stay empty",
+                self.name, self.version or "?", table, error,
+            )  # fmt: skip
+
     def _schema(self, table: str) -> dict[str, CounterSpec]:
+        """The table's counter schema, cached per ONTAP release (an upgrade re-reads it at once)."""
+        release = _release(self.version)
         cached = self._schemas.get(table)
-        if cached and time.time() - cached[0] < float(self.target.schema_refresh):
-            return cached[1]
+        if (
+            cached
+            and cached.version == release
+            and time.time() - cached.fetched_at < float(self.target.schema_refresh)
+        ):
+            return cached.specs
         _, specs = parse_schema_doc(self.client.get(f"/api/cluster/counter/tables/{quote(table, safe='')}"))
-        self._schemas[table] = (time.time(), specs)
+        self._schemas[table] = _Schema(time.time(), release, specs)
         self._check_schema(table, specs)
         return specs
 
@@ -184,12 +229,27 @@ class OntapSource:
             {"fields": "properties,counters", "counters.name": "|".join(wanted)},
         ):
             rows += rows_from_response({"records": page}, table, table, first=len(rows))
-        self._fetched_at[table] = time.time()
-        self.partial[table] = sum(1 for r in rows if not r.complete)
-        if not self.target.skip_incomplete_aggregation:
+        self._fetched_at[table] = self.clock()
+        partial = frozenset(r.instance for r in rows if not r.complete)
+        self._note_partial(table, len(partial))
+        self.partial[table] = len(partial)
+        self._partial_ids[table] = partial
+        if not self.target.skip_incomplete_aggregation:  # the view keeps them; /metrics never does
             for r in rows:
                 r.complete = True
         return rows
+
+    def _note_partial(self, table: str, n: int) -> None:
+        """Log when a table's rows start (or stop) missing constituents, not every poll."""
+        before = self.partial.get(table, 0)
+        if n and not before:
+            log.warning(
+                "%s: %d %s rows have incomplete aggregation (a node did not answer); their counters are "
+                "left out of /metrics until it is complete again",
+                self.name, n, table,
+            )  # fmt: skip
+        elif before and not n:
+            log.info("%s: %s rows are complete again", self.name, table)
 
     def _cook(
         self, table: str, rows: list[CounterRow], ts: float, out: list[tuple[CounterRow, list[Cooked]]]
@@ -201,7 +261,7 @@ class OntapSource:
         if prev_ts is None:
             return None
         dt = ts - prev_ts
-        schemas = {table: self._schemas[table][1]} if table in self._schemas else None
+        schemas = {table: self._schemas[table].specs} if table in self._schemas else None
         for r in rows:
             p = prev.get(r.instance)
             if p is None:
@@ -213,7 +273,7 @@ class OntapSource:
 
     def _emit_plan(self, table: str) -> list[_Emit]:
         """How each counter of ``table`` is exported; scales from the live schema's units."""
-        live = self._schemas[table][1] if table in self._schemas else _NO_SCHEMA
+        live = self._schemas[table].specs if table in self._schemas else _NO_SCHEMA
         key = (table, id(live))
         plan = self._emit.get(key)
         if plan is not None:
@@ -274,7 +334,8 @@ class OntapSource:
         for d, i in inv.disks.items():
             b.add("sanlens_ontap_disk_info", "gauge", "ONTAP disk inventory.",
                   {"cluster": c, "node": i["node"], "disk": d, "aggregate": i["aggregate"],
-                   "raid_group": inv.disk_raid_group.get(d, ""), "type": i["type"], "rpm": i["rpm"],
+                   "raid_group": inv.disk_raid_group.get(d, ""), "raid_position": inv.disk_position.get(d, ""),
+                   "type": i["type"], "rpm": i["rpm"],
                    "container": i["container"], "state": i["state"]}, 1)  # fmt: skip
         order = {t: i for i, t in enumerate(self.target.tables)}
         for table, lacking in sorted(self.missing.items(), key=lambda kv: order.get(kv[0], len(order))):
@@ -282,6 +343,10 @@ class OntapSource:
                 b.add("sanlens_ontap_counter_missing", "gauge",
                       "A counter sanlens uses that the cluster's counter schema lacks (1 while missing).",
                       {"cluster": c, "table": table, "counter": counter}, 1)  # fmt: skip
+        for table in sorted(self.tables_missing, key=lambda t: order.get(t, len(order))):
+            b.add("sanlens_ontap_counter_table_missing", "gauge",
+                  "A counter table sanlens is configured to read that the cluster answers 404 for (1 while missing).",
+                  {"cluster": c, "table": table}, 1)  # fmt: skip
         for table, n_partial in sorted(self.partial.items(), key=lambda kv: order.get(kv[0], len(order))):
             b.add("sanlens_ontap_partial_aggregation_rows", "gauge",
                   "Counter rows whose aggregation was incomplete (a node unreachable) in the last poll.",
@@ -294,19 +359,28 @@ class OntapSource:
                 b.add("sanlens_ontap_fc_port_data_rate_bytes_per_second", "gauge",
                       "FC port's nominal data rate: 100 MB/s per Gbit/s of negotiated speed (fabric.connected_speed).",
                       {"cluster": c, "node": node, "port": port}, p["speed_gbps"] * 1e8)  # fmt: skip
-        procs_from_table = "system:node" in rows and any(
-            "num_processors" in r.counters for r in rows["system:node"]
-        )
-        if not procs_from_table:
-            for node, n in inv.nodes.items():
-                if n["processors"] is not None:
-                    b.add("sanlens_ontap_node_processors", "gauge", "Processors in the node.",
-                          {"cluster": c, "node": node}, float(n["processors"]))  # fmt: skip
+        # a row with incomplete aggregation is a sum over the constituents that answered: exporting it
+        # would show Prometheus a counter that dropped (a reset, and a rate() spike on the drop and on the
+        # recovery). Its series are left out for the poll: a gap, not a wrong value.
+        partial = self._partial_ids
+        node_label = next((lab for lab in self.specs["system:node"].labels if lab.name == "node"), None)
+        procs_from_table = {
+            node_label.value(r.properties, r.instance)
+            for r in rows.get("system:node", ())
+            if "num_processors" in r.counters and r.instance not in partial.get("system:node", ())
+        } if node_label else set()  # fmt: skip
+        for node, n in inv.nodes.items():
+            if node not in procs_from_table and n["processors"] is not None:
+                b.add("sanlens_ontap_node_processors", "gauge", "Processors in the node.",
+                      {"cluster": c, "node": node}, float(n["processors"]))  # fmt: skip
         for table, trows in rows.items():
             tdef = self.specs[table]
             plan = self._emit_plan(table)
             exported = tdef.export_labels
+            skip = partial.get(table, frozenset())
             for r in trows:
+                if r.instance in skip:
+                    continue
                 vals0 = (c, *(lab.value(r.properties, r.instance) for lab in exported))
                 row_counters = r.counters
                 for name, fam, mtype, help_, lnames, by, scale in plan:
@@ -322,3 +396,10 @@ class OntapSource:
                         skey = (*vals0, by) if by is not None else vals0
                         b.add_tuple(fam, mtype, help_, lnames, skey, cv * scale)
         return b.build()
+
+
+def _release(v: OntapVersion | None) -> str:
+    """The key of one ONTAP release: the full version string (9.12.1P2 differs from 9.12.1), else x.y.z."""
+    if v is None:
+        return ""
+    return v.full or str(v)

@@ -35,6 +35,8 @@ class Inventory:
     )  # name -> {uuid, node, disk_type, disk_count}
     disks: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> info
     disk_raid_group: dict[str, str] = field(default_factory=dict)  # disk -> /aggr/plex0/rg0
+    # disk -> its RAID position from the plexes (data, parity, dparity, tparity, copy, ...)
+    disk_position: dict[str, str] = field(default_factory=dict)
     raid_ops: list[BackgroundOp] = field(default_factory=list)
     fc_ports: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (node, port) -> info
     degraded_raid_groups: dict[str, int] = field(default_factory=dict)  # aggregate -> degraded RAID groups
@@ -129,6 +131,7 @@ def fetch_dynamic(
         }
     ops: list[BackgroundOp] = []
     raid_of: dict[str, str] = {}
+    position: dict[str, str] = {}
     degraded: dict[str, int] = {}
     for aggr, info in inv.aggregates.items():
         if not info["uuid"]:
@@ -146,12 +149,14 @@ def fetch_dynamic(
                     degraded[aggr] = degraded.get(aggr, 0) + 1
                 for d in rg.get("disks") or []:
                     raid_of[str(_g(d, "disk.name"))] = path
+                    position[str(_g(d, "disk.name"))] = str(d.get("position") or "")
                 for key, op in (("reconstruct", "reconstruct"), ("recomputing_parity", "recompute_parity")):
                     if _g(rg, f"{key}.active", False):
                         ops.append(BackgroundOp(cluster, op, aggr, raid_group=path,  # type: ignore[arg-type]
                                                 percent=float(_g(rg, f"{key}.percent", 0))))  # fmt: skip
     inv.raid_ops = ops
     inv.disk_raid_group = raid_of
+    inv.disk_position = position
     inv.degraded_raid_groups = degraded
     inv.fc_ports = fetch_fc_ports(client)
     return vol_recs
@@ -237,8 +242,10 @@ def fallback_rows(client: OntapClient, vol_recs: list[dict[str, Any]]) -> dict[s
     for r in client.records("/api/cluster/nodes", {"fields": "name,uuid,statistics"}):
         st = r.get("statistics") or {}
         row = CounterRow("system:node", str(r.get("name")), {"name": str(r.get("name", ""))})
+        # processor_utilization is the average over the node's processors (Harvest's KeyPerf template
+        # exports it as node_avg_processor_busy), not ONTAP's busiest-domain cpu_busy
         if "processor_utilization_raw" in st and "processor_utilization_base" in st:
-            row.counters["cpu_busy"] = float(st["processor_utilization_raw"])
+            row.counters["average_processor_busy_percent"] = float(st["processor_utilization_raw"])
             row.counters["cpu_elapsed_time"] = float(st["processor_utilization_base"])
         nodes.append(row)
     return {"lun": luns, "volume": vols, "system:node": nodes}

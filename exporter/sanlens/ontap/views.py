@@ -147,6 +147,7 @@ def build_view(
                     _int(procs),
                     f.get("cpu_busy_ratio"),
                     f.get("domain_busy", {}),
+                    f.get("average_processor_busy_ratio"),
                 )
             )
         elif row.table == "disk:constituent":
@@ -167,6 +168,7 @@ def build_view(
                     f.get("read_iops"),
                     f.get("write_iops"),
                     i.get("state", ""),
+                    inv.disk_position.get(name, ""),
                 )
             )
             seen_disks.add(name)
@@ -206,6 +208,15 @@ def build_view(
                         move_percent=_f(i["move_percent"]),
                     )
                 )
+        # an offline LUN serves no I/O and may answer no counter row: its inventory state is all
+        # there is, and lun_not_online must still judge it
+        seen_luns = {(x.svm, x.lun) for x in luns}
+        for x in inv.luns:
+            if (x["svm"], x["lun"]) not in seen_luns:
+                luns.append(
+                    LunStats(cluster, x["svm"], x.get("volume", ""), x["lun"], x.get("serial", ""),
+                             x.get("node", ""), state=str(x.get("state", "")), thin=x.get("thin"))
+                )  # fmt: skip
         for name, n in inv.nodes.items():
             if name not in seen_nodes:
                 nodes.append(NodeStats(cluster, name, n.get("model", ""), _int(n.get("processors"))))
@@ -214,7 +225,8 @@ def build_view(
             if name not in seen_disks and "broken" in (i.get("state"), i.get("container")):
                 disks.append(
                     DiskStats(cluster, name, i.get("aggregate", ""), i.get("node", ""), "", i.get("type", ""),
-                              i.get("container", ""), state=i.get("state", ""))
+                              i.get("container", ""), state=i.get("state", ""),
+                              raid_position=inv.disk_position.get(name, ""))
                 )  # fmt: skip
         # a port whose link is down may answer no counter row either
         for (node_name, port), p in inv.fc_ports.items():

@@ -1,5 +1,5 @@
 """Fault knobs for reliability tests: slow answers, 5xx, 401, resets, bad JSON, counter resets,
-partial aggregation and pagination loops. They apply to ``/api`` and ``/windows``, never to ``/-/sim``."""
+partial aggregation, a missing counter table and pagination loops. They apply to ``/api`` and ``/windows``, never to ``/-/sim``."""
 
 from __future__ import annotations
 
@@ -21,8 +21,13 @@ class Faults:
     reset_rate: float = 0.0  # share of connections reset without an answer
     malformed_json_rate: float = 0.0  # share of JSON answers truncated
     counter_reset: bool = False  # one-shot: every counter restarts from zero now
-    partial_aggregation: float = 0.0  # share of counter rows with aggregation.complete=false (true = all)
+    # share of counter rows missing one node's constituent (aggregation.complete=false; true = all):
+    # the summed tables' values lack that node's part
+    partial_aggregation: float = 0.0
     pagination_loop: bool = False  # next link repeats the current page
+    missing_table: str = ""  # a counter table answering 404 "Table is not found" ("" = none)
+    # seconds every simulated Windows host's clock runs ahead (negative: behind) of the real time
+    host_clock_offset_s: float = 0.0
 
     @classmethod
     def names(cls) -> list[str]:
@@ -37,6 +42,11 @@ class Faults:
             raise FaultError(f"unknown fault knob(s) {unknown}; known: {self.names()}")
         staged = asdict(self)
         for k, v in raw.items():
+            if k == "missing_table":
+                if not isinstance(v, str):
+                    raise FaultError(f'{k} must be a counter table name or "", got {v!r}')
+                staged[k] = v
+                continue
             if k in ("status_401", "counter_reset", "pagination_loop"):
                 if not isinstance(v, bool):
                     raise FaultError(f"{k} must be true or false, got {v!r}")
@@ -44,6 +54,9 @@ class Faults:
                 v = 1.0 if v is True else 0.0 if v is False else v
                 if not isinstance(v, int | float) or not 0 <= v <= 1:
                     raise FaultError(f"{k} must be a boolean or a share 0..1, got {v!r}")
+            elif k == "host_clock_offset_s":
+                if isinstance(v, bool) or not isinstance(v, int | float) or not -86400 <= v <= 86400:
+                    raise FaultError(f"{k} must be a number of seconds within a day either way, got {v!r}")
             elif k == "latency_ms":
                 if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 600000:
                     raise FaultError(f"{k} must be a number of milliseconds >= 0, got {v!r}")

@@ -69,7 +69,9 @@ def node_records(estate: Estate, w: World, page: list[Node], t: float) -> list[J
     out = []
     for n in page:
         vals = cs.row(cs.index[n.name], t)
-        busy, elapsed = vals[cs.col["cpu_busy"]], vals[cs.col["cpu_elapsed_time"]]
+        # the nodes' statistics report the average over the processors (processor_utilization)
+        busy = vals[cs.col["average_processor_busy_percent"]]
+        elapsed = vals[cs.col["cpu_elapsed_time"]]
         out.append(
             {
                 "uuid": n.uuid,

@@ -4,6 +4,16 @@ Every catalogue table the exporter reads is served, with ONTAP's row shape
 (``properties``/``counters``, array counters as ``values``+``labels``,
 ``aggregation``). Counter values come from :mod:`sanlens.sim.estate` at the
 instant of the request.
+
+Two release and fault behaviours follow ONTAP's:
+
+- a table's counter schema belongs to a release: :data:`COUNTERS_SINCE` lists the
+  counters the simulated releases add, so an upgrade (a scenario switch with a newer
+  ``ontap_version``) changes the schema under a running exporter;
+- ``aggregation``: a ``lun`` or ``volume`` row is the sum of one constituent per node
+  (I/O is counted on the node it arrives at). A row that misses a node's constituent
+  says ``complete: false`` with ``count`` the constituents that answered, and its
+  values lack that node's part, as the real sums do.
 """
 
 from __future__ import annotations
@@ -19,6 +29,14 @@ from sanlens.sim.ontap_api import ApiError, Json, disk_uid, node_uuid, svm_uuid,
 from sanlens.sim.world import DOMAINS, Disk, Lif, Lun, Node, Volume, World
 
 COUNTER_TABLES_SINCE = (9, 11, 0)
+# (table, counter) -> the first simulated release that has it. A simulator device to exercise
+# schema changes across an upgrade (ONTAP's counter schemas do differ between releases);
+# which counter is illustrative, not a claim about a particular release.
+COUNTERS_SINCE: dict[tuple[str, str], tuple[int, int, int]] = {("lun", "queue_full"): (9, 12, 0)}
+# Tables whose rows sum one constituent per node: a missing node lowers the sum.
+SUMMED_TABLES = frozenset({"lun", "volume"})
+# ONTAP's answer for a counter table it does not have (code as NetApp Harvest's errs.TableNotFound).
+TABLE_NOT_FOUND = ("Table is not found", "8585320")
 
 
 @dataclass(frozen=True)
@@ -185,13 +203,21 @@ def has_counter_tables(w: World) -> bool:
     return w.version >= COUNTER_TABLES_SINCE
 
 
-def schema(w: World, name: str) -> Json:
-    table = _table(w, name)
+def has_counter(w: World, table: str, counter: str) -> bool:
+    """Whether the simulated release's schema of ``table`` has ``counter``."""
+    since = COUNTERS_SINCE.get((table, counter))
+    return since is None or w.version >= since
+
+
+def schema(w: World, name: str, missing: str = "") -> Json:
+    table = _table(w, name, missing)
     schemas: list[Json] = [
         {"name": p, "description": f"Property {p}", "type": "string", "unit": "none"}
         for p in table.tdef.properties
     ]
     for c in table.tdef.counters.values():
+        if not has_counter(w, name, c.name):
+            continue
         s: Json = {
             "name": c.name,
             "description": f"{c.name} ({c.spec.type}, {c.spec.unit})",
@@ -211,16 +237,16 @@ def schema(w: World, name: str) -> Json:
     }
 
 
-def _table(w: World, name: str) -> Table:
+def _table(w: World, name: str, missing: str = "") -> Table:
     if not has_counter_tables(w):
         raise ApiError(404, "API not found", "4")
     table = TABLES.get(name)
-    if table is None:
-        raise ApiError(404, f'Table "{name}" not found.', "4")
+    if table is None or name == missing:
+        raise ApiError(404, *TABLE_NOT_FOUND)
     return table
 
 
-def table_list(w: World) -> list[Json]:
+def table_list(w: World, missing: str = "") -> list[Json]:
     if not has_counter_tables(w):
         raise ApiError(404, "API not found", "4")
     return [
@@ -230,6 +256,7 @@ def table_list(w: World) -> list[Json]:
             "_links": {"self": {"href": f"/api/cluster/counter/tables/{urllib.parse.quote(n, safe='')}"}},
         }
         for n in TABLES
+        if n != missing
     ]
 
 
@@ -239,6 +266,7 @@ class RowOptions:
     with_properties: bool
     with_counters: bool
     incomplete: Callable[[int], bool] = field(default=lambda i: False)
+    missing_table: str = ""  # fault: this table answers 404
 
 
 def _quote_id(rid: str) -> str:
@@ -255,9 +283,16 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
     Counters the scenarios do not drive stay plausible: rates and deltas (errors, other
     protocols) at zero, averages at 100 µs per op of their base, percents at 5 % of it.
     """
-    table = _table(w, name)
+    table = _table(w, name, opts.missing_table)
     cs = estate.counters[table.kind]
-    wanted = [c for c in table.tdef.counters.values() if opts.counters is None or c.name in opts.counters]
+    wanted = [
+        c
+        for c in table.tdef.counters.values()
+        if (opts.counters is None or c.name in opts.counters) and has_counter(w, name, c.name)
+    ]
+    nodes = max(len(w.nodes), 1)
+    # a row missing one node's constituent keeps (n-1)/n of the sum (each node carries an equal part)
+    kept = (nodes - 1) / nodes if name in SUMMED_TABLES else 1.0
     plan = []
     for c in wanted:
         labels = _labels(table, c)
@@ -269,6 +304,8 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
     out: list[Json] = []
     for i, obj in enumerate(page):
         rid = table.row_id(w, obj)
+        partial = opts.incomplete(i)
+        scale = kept if partial else 1.0
         rec: Json = {"counter_table": {"name": name}, "id": rid}
         if opts.with_properties:
             rec["properties"] = [{"name": k, "value": str(v)} for k, v in table.props(w, obj).items()]
@@ -284,18 +321,21 @@ def rows(estate: Estate, w: World, name: str, t: float, opts: RowOptions, page: 
                     v = vals[j]
                 else:
                     v = _filler(c.spec.type, vals[jb] if jb is not None else 0.0)
+                f = 1.0 if c.spec.type == "raw" else scale
                 if arr_labels:
                     per = [vals[k] if k is not None else 0.0 for k in cols]
                     if not any(per) and j is None:
                         per = [v if n == 0 else 0.0 for n in range(len(arr_labels))]
-                    counters.append({"name": c.name, "values": [int(x) for x in per], "labels": arr_labels})
+                    counters.append(
+                        {"name": c.name, "values": [int(x * f) for x in per], "labels": arr_labels}
+                    )
                 else:
-                    counters.append({"name": c.name, "value": int(v)})
+                    counters.append({"name": c.name, "value": int(v * f)})
             for k in table.string_counters:  # string-typed counters, as ONTAP serves link.speed
                 if opts.counters is None or k in opts.counters:
                     counters.append({"name": k, "value": str(table.props(w, obj).get(k, ""))})
             rec["counters"] = counters
-        rec["aggregation"] = {"count": 2, "complete": not opts.incomplete(i)}
+        rec["aggregation"] = {"count": nodes - 1 if partial else nodes, "complete": not partial}
         rec["_links"] = {"self": {"href": prefix + _quote_id(rid)}}
         out.append(rec)
     return out
