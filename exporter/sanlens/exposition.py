@@ -98,6 +98,17 @@ class _SelfCollector(Collector):
             for reason, n in sorted(st.errors.items()):
                 errs.add_metric([*lv, reason], float(n))
         yield from (up, dur, last, errs, polls, interval)
+        found = self.state.directory.ambiguous() if self.state.directory is not None else []
+        if found:  # none in a normal estate: no family at all
+            ambiguous = GaugeMetricFamily(
+                "sanlens_lun_join_ambiguous",
+                "A LUN serial that several clusters present (SnapMirror active sync, SVM DR) with nothing "
+                "telling which copy the hosts use; host disks join the copy on `cluster` until that changes.",
+                labels=["serial", "cluster", "candidates"],
+            )
+            for a in found:
+                ambiguous.add_metric([a.serial, a.chosen, ",".join(a.clusters)], 1.0)
+            yield ambiguous
 
 
 # ------------------------------------------------------------------ text format 0.0.4

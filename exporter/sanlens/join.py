@@ -3,12 +3,28 @@
 ONTAP collectors publish their LUN inventory here; host sources look disks up by
 LUN serial (automatic) or by (cluster, svm, LUN path) for static mappings.
 Keeping it in one place means both views agree on a LUN's identity.
+
+One serial can name a LUN on two clusters: SnapMirror active sync presents the primary
+and secondary copies as one LUN with the same serial and UUID, and an identity-preserving
+SVM DR keeps them on the destination. The join is then decided explicitly, never by which
+cluster published last: a ``cluster`` the host's config names for the disk; else the one
+copy that is online and serving I/O (ops in its cluster's last poll); else the one copy
+online. Anything else is ambiguous: the choice already made stays (so a host disk never
+flips between clusters unseen), and it is logged and listed by ``ambiguous`` (exposed as
+``sanlens_lun_join_ambiguous``).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
+
+from sanlens.model import OntapView, Snapshot
+
+log = logging.getLogger(__name__)
+
+ONLINE = "online"
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,30 +35,118 @@ class LunIdentity:
     lun: str  # path, e.g. /vol/sql_data/lun0
     serial: str = ""
     node: str = ""
+    state: str = ""  # ONTAP status.state from the inventory; '' when unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Ambiguity:
+    """A serial on several clusters that nothing tells apart, and the copy host disks join."""
+
+    serial: str
+    clusters: tuple[str, ...]
+    chosen: str
 
 
 class LunDirectory:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_cluster: dict[str, list[LunIdentity]] = {}
-        self._by_serial: dict[str, LunIdentity] = {}
+        self._by_serial: dict[str, tuple[LunIdentity, ...]] = {}
         self._by_path: dict[tuple[str, str, str], LunIdentity] = {}
+        # (cluster, svm, lun) -> (ops/s, state) from each cluster's latest poll
+        self._io: dict[str, dict[tuple[str, str], tuple[float | None, str]]] = {}
+        self._chosen: dict[str, str] = {}  # serial -> cluster of an ambiguous serial's chosen copy
+        self._ambiguous: dict[str, Ambiguity] = {}
 
     def publish(self, cluster: str, luns: list[LunIdentity]) -> None:
         """Replace the LUNs of one cluster (called after each inventory poll)."""
         with self._lock:
-            self._by_cluster[cluster] = list(luns)
-            by_serial: dict[str, LunIdentity] = {}
+            if luns:
+                self._by_cluster[cluster] = list(luns)
+            else:
+                self._by_cluster.pop(cluster, None)
+                self._io.pop(cluster, None)
+            by_serial: dict[str, list[LunIdentity]] = {}
             by_path: dict[tuple[str, str, str], LunIdentity] = {}
-            for items in self._by_cluster.values():
-                for lun in items:
+            for name in sorted(self._by_cluster):  # order never depends on who published last
+                for lun in self._by_cluster[name]:
                     if lun.serial:
-                        by_serial[normalize_serial(lun.serial)] = lun
+                        by_serial.setdefault(normalize_serial(lun.serial), []).append(lun)
                     by_path[(lun.cluster, lun.svm, lun.lun)] = lun
-            self._by_serial, self._by_path = by_serial, by_path
+            self._by_serial = {k: tuple(v) for k, v in by_serial.items()}
+            self._by_path = by_path
+            for serial in [s for s in self._ambiguous if len(self._by_serial.get(s, ())) < 2]:
+                del self._ambiguous[serial]
 
-    def by_serial(self, serial: str) -> LunIdentity | None:
-        return self._by_serial.get(normalize_serial(serial))
+    def observe(self, snapshot: Snapshot) -> None:
+        """Note which LUNs of a cluster served I/O in its latest poll (a state observer)."""
+        view = snapshot.view
+        if not isinstance(view, OntapView):
+            return
+        io: dict[tuple[str, str], tuple[float | None, str]] = {}
+        for lun in view.luns:
+            parts = [x for x in (lun.read_iops, lun.write_iops, lun.other_iops) if x is not None]
+            io[(lun.svm, lun.lun)] = (sum(parts) if parts else None, lun.state)
+        with self._lock:
+            self._io[view.cluster] = io
+
+    def by_serial(self, serial: str, cluster: str | None = None) -> LunIdentity | None:
+        """The LUN a host disk with this serial joins; ``cluster``: the one the config names."""
+        key = normalize_serial(serial)
+        candidates = self._by_serial.get(key, ())
+        if cluster:
+            return next((c for c in candidates if c.cluster == cluster), None)
+        if len(candidates) <= 1:
+            return candidates[0] if candidates else None
+        with self._lock:
+            return self._choose(key, candidates)
+
+    def _ops_state(self, lun: LunIdentity) -> tuple[float, str]:
+        ops, state = self._io.get(lun.cluster, {}).get((lun.svm, lun.lun), (None, ""))
+        return (ops or 0.0), (state or lun.state)
+
+    def _choose(self, serial: str, candidates: tuple[LunIdentity, ...]) -> LunIdentity:
+        """Under the lock: one copy of a serial that several clusters present."""
+        facts = {c.cluster: self._ops_state(c) for c in candidates}
+        online = [c for c in candidates if facts[c.cluster][1] == ONLINE]
+        serving = [c for c in online if facts[c.cluster][0] > 0]
+        for decided in (serving, online):
+            if len(decided) == 1:
+                self._settle(serial, decided[0].cluster, None)
+                return decided[0]
+        pool = serving or online or list(candidates)
+        previous = self._chosen.get(serial)
+        pick = next((c for c in pool if c.cluster == previous), None)
+        if pick is None:  # the busiest copy, then the first cluster by name: the same on every run
+            pick = min(pool, key=lambda c: (-facts[c.cluster][0], c.cluster))
+        self._settle(serial, pick.cluster, tuple(c.cluster for c in candidates))
+        return pick
+
+    def _settle(self, serial: str, cluster: str, ambiguous_among: tuple[str, ...] | None) -> None:
+        previous = self._chosen.get(serial)
+        self._chosen[serial] = cluster
+        if ambiguous_among is None:
+            if self._ambiguous.pop(serial, None) is not None or (previous and previous != cluster):
+                log.info(
+                    "LUN serial %s: host disks join its copy on %s (online and serving I/O)", serial, cluster
+                )
+            return
+        was = self._ambiguous.get(serial)
+        self._ambiguous[serial] = Ambiguity(serial, ambiguous_among, cluster)
+        if was is None or was.chosen != cluster:
+            log.warning(
+                "LUN serial %s is presented by clusters %s and nothing tells which copy the hosts use "
+                "(both or neither online and serving I/O); host disks join %s. Name the cluster in the "
+                "host's disks: entry to decide.",
+                serial,
+                ", ".join(ambiguous_among),
+                cluster,
+            )
+
+    def ambiguous(self) -> list[Ambiguity]:
+        """Serials whose copy was chosen without a deciding fact, as of the last lookups."""
+        with self._lock:
+            return sorted(self._ambiguous.values(), key=lambda a: a.serial)
 
     def by_path(self, cluster: str, svm: str, lun: str) -> LunIdentity | None:
         return self._by_path.get((cluster, svm, lun))

@@ -166,8 +166,12 @@ class NodeStats:
     node: str
     model: str = ""
     processors: int | None = None
-    cpu_busy_ratio: float | None = None  # average over all cores, 0..1
+    # ONTAP cpu_busy, 0..1: the most heavily used domain (against its own limit) or the average,
+    # whichever is higher; a hot serial domain drives it while the average stays low
+    cpu_busy_ratio: float | None = None
     domain_busy: Mapping[str, float] = field(default_factory=dict)  # ratio of ONE core, may exceed 1
+    # average_processor_busy_percent: the mean busy over all processors, 0..1 ("average CPU")
+    average_processor_busy_ratio: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +187,8 @@ class DiskStats:
     read_iops: float | None = None
     write_iops: float | None = None
     state: str = ""  # ONTAP disk state (present, spare, broken, reconstructing, ...)
+    # position in its RAID group (plexes' raid_groups.disks.position): data, parity, dparity, tparity, ...
+    raid_position: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,14 +286,22 @@ class HostDiskStats:
     read_bytes_s: float | None = None
     write_bytes_s: float | None = None
     split_iops: float | None = None
+    # ALUA Active/Optimized paths the host reports (MPIO TargetPortGroup_State); non-optimized paths
+    # carry no I/O, so Q_eff counts these when known. None: the host reports no path states.
+    optimized_paths: int | None = None
 
     @property
     def mapped(self) -> bool:
         return bool(self.lun)
 
     @property
+    def io_paths(self) -> int:
+        """Paths that carry I/O: the optimized ones when the host reports them, else the active ones."""
+        return max(self.optimized_paths or self.paths, 1)
+
+    @property
     def q_eff(self) -> int:
-        return self.queue_depth * max(self.paths, 1)
+        return self.queue_depth * self.io_paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,3 +322,5 @@ class Snapshot:
     timestamp: float
     metrics: tuple[Metric, ...] = ()
     view: OntapView | HostView | None = None
+    # the exporter's receive clock when the poll arrived (sanlens.freshness); None offline
+    received: float | None = None

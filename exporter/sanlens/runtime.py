@@ -56,10 +56,13 @@ class Exporter:
         self.listen = listen or cfg.listen
         self.state = State()
         self.stop_event = threading.Event()
-        self.engine = Engine(cfg.diagnose, deferred=True)
+        # the engine's time is the receive clock the state stamps snapshots with (sanlens.freshness)
+        self.engine = Engine(cfg.diagnose, deferred=True, clock=self.state.clock)
         self.state.engine = self.engine
         self.judge = threading.Thread(target=self._judge, name="engine", daemon=True)
         self.directory = LunDirectory()
+        self.state.observers.append(self.directory.observe)  # which copy of a LUN serves I/O
+        self.state.directory = self.directory
         self._lock = threading.Lock()  # reload and stop, one at a time
         self._started = False
         self._running: dict[tuple[str, str], _Running] = {}
@@ -127,7 +130,7 @@ class Exporter:
     def _judge(self) -> None:
         last = -float("inf")
         while not self.stop_event.wait(0.1):
-            if time.monotonic() - last < self.judge_every():
+            if time.monotonic() - last < self.judge_every() and not self.engine.due():
                 continue
             try:
                 judged = self.engine.evaluate_pending()
@@ -171,6 +174,7 @@ class Exporter:
             names = {t.name for t in wanted.values()}
             for k, r in self._running.items():
                 if k not in wanted and r.target.name not in names:  # a replaced target keeps its state
+                    self.engine.forget(r.target.name)  # its findings go with its series, now
                     self.state.forget(r.target.name)
                     if isinstance(r.target, OntapTarget):
                         self.directory.publish(r.target.name, [])

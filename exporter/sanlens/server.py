@@ -148,6 +148,10 @@ class ExporterServer:
         """Rebuilds the body after every change, so scrapes find it ready and polls never wait."""
         seen = -1
         while not self._stop.is_set():
+            try:
+                self.state.expire()  # a target failing for too long: its data series go
+            except Exception:
+                log.exception("expiring stale targets failed")
             generation = self.state.wait_for_change(seen, 0.5)
             if generation == seen:
                 continue

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from sanlens.errors import SourceError
+from sanlens.freshness import ReceiveClock, stale_after
+from sanlens.join import LunDirectory
 from sanlens.model import Metric, Snapshot
 
 log = logging.getLogger(__name__)
@@ -86,17 +88,25 @@ class TargetStatus:
 
 
 class State:
-    """Latest snapshot and health per target; thread-safe by swapping immutable values under a lock."""
+    """Latest snapshot and health per target; thread-safe by swapping immutable values under a lock.
 
-    def __init__(self) -> None:
+    ``clock`` is the exporter's receive clock (sanlens.freshness): every snapshot is stamped
+    with it on arrival, and a target whose last one is older than ``stale_after`` its
+    interval loses its data series (``expire``); its health series stay.
+    """
+
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
         self._lock = threading.Lock()
         self.snapshots: dict[str, Snapshot] = {}
         self.status: dict[str, TargetStatus] = {}
         self.engine: Engine | None = None
+        self.clock: Callable[[], float] = clock or ReceiveClock()
         self.started = time.time()
         self.generation = 0  # bumped on every change a /metrics body shows
         self.changed = threading.Condition(self._lock)
         self._stamps: dict[str, int] = {}  # target -> generation its snapshot arrived in
+        self.observers: list[Callable[[Snapshot], None]] = []  # told of every stored snapshot
+        self.directory: LunDirectory | None = None  # the host-array join, for its status series
 
     def _bump(self) -> None:
         """Under the lock: something the exposition shows changed."""
@@ -142,7 +152,41 @@ class State:
             self._stamps.pop(name, None)
             self._bump()
 
+    def expire(self) -> list[str]:
+        """Drop the data series of every target whose last success is older than its staleness
+        bound (sanlens.freshness, the engine's rule too); its health series stay. The names dropped."""
+        now = self.clock()
+        with self._lock:
+            gone = []
+            for name, snap in self.snapshots.items():
+                if snap.received is not None and now - snap.received > stale_after(self._interval(snap)):
+                    gone.append(name)
+            for name in gone:
+                del self.snapshots[name]
+                self._stamps.pop(name, None)
+            if gone:
+                self._bump()
+        for name in gone:
+            log.warning("target %s: no successful poll for too long; its data series are withdrawn", name)
+        return gone
+
+    def _interval(self, snap: Snapshot) -> float | None:
+        """The interval staleness is counted in: the view's own (what the engine counts in), else
+        the configured one."""
+        iv = getattr(snap.view, "interval_s", None)
+        if iv is None:
+            st = self.status.get(snap.target)
+            iv = st.interval if st is not None else None
+        return iv
+
     def record_success(self, snap: Snapshot, duration: float) -> None:
+        if snap.received is None:
+            snap = dataclasses.replace(snap, received=self.clock())
+        for observe in self.observers:
+            try:
+                observe(snap)
+            except Exception:
+                log.exception("observer failed on %s", snap.target)
         with self._lock:
             st = self.status.setdefault(snap.target, TargetStatus(snap.target, snap.kind))
             self.snapshots[snap.target] = snap

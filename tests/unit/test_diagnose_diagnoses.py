@@ -106,9 +106,11 @@ def test_oversubscription_sustains_10_minutes_and_recovers_when_ports_are_added(
 
 
 # ------------------------------------------------------------------ host_queue_limited
-def queued(**kw: Any) -> dict[str, Any]:
-    base = dict(read_iops=3000.0, write_iops=0.0, read_latency_s=0.003, write_latency_s=None)
-    return base | dict(idle_ratio=0.0, queue_length=31.0) | kw
+def queued(n: float = 31.0, **kw: Any) -> dict[str, Any]:
+    """A host disk with ``n`` I/Os outstanding on average: IOPS = n / latency (Little's law), 3 ms."""
+    lat = kw.get("read_latency_s", 0.003)
+    base = dict(read_iops=n / lat, write_iops=0.0, read_latency_s=0.003, write_latency_s=None)
+    return base | dict(idle_ratio=0.0, queue_length=n) | kw
 
 
 def hql(host_kw: dict[str, Any], lun_lat: float = 0.001, **ontap_kw: Any) -> int | None:
@@ -121,9 +123,35 @@ def test_queue_limited_fires_when_all_conditions_hold() -> None:
     assert hql({}) == 1  # 3 ms vs 1 ms, 31 of 32
 
 
-@pytest.mark.parametrize(("qlen", "expected"), [(28.7, 0), (28.9, 1)])  # 0.9 x 32 = 28.8
-def test_queue_limited_queue_fill_boundary(qlen: float, expected: int) -> None:
-    assert hql({"queue_length": qlen}) == expected
+@pytest.mark.parametrize(("n", "expected"), [(28.7, 0), (28.9, 1)])  # 0.9 x 32 = 28.8
+def test_queue_limited_queue_fill_boundary(n: float, expected: int) -> None:
+    assert hql({"n": n}) == expected
+
+
+def test_queue_limited_reads_the_mean_outstanding_io_not_an_instantaneous_sample() -> None:
+    # 10,333 IOPS at 3 ms keep 31 I/Os outstanding on average (Little's law); the one queue sample
+    # taken at poll time may catch a dip (2) or a burst (60): neither is the interval's load
+    assert hql({"queue_length": 2.0}) == 1
+    assert hql({"n": 20.0, "queue_length": 60.0}) == 0  # 20 of 32 on average: not full
+
+
+def test_queue_limited_sustains_through_dips_of_the_sampled_queue() -> None:
+    e = engine()
+    o = lambda t: ontap(t, luns=(lun(read_iops=3000.0, write_iops=0.0, read_latency_s=0.001),))  # noqa: E731
+    # every other poll samples the queue between bursts (2 of 32): the mean stays at 31
+    views = lambda t: [o(t), hostview(t, mapped(**queued(queue_length=2.0 if t % 30 else 31.0)))]  # noqa: E731
+    feed(e, 0, REGISTRY["host_queue_limited"].sustain_s, 15, views)
+    assert state(e, "host_queue_limited", DISK_KEY) == 1
+
+
+def test_queue_limited_counts_only_the_paths_that_carry_io() -> None:
+    # queue depth 16 on 4 MPIO paths, 2 of them ALUA active/optimized: the non-optimized pair carries
+    # no I/O, so Q_eff = 16 x 2 = 32 and 31 outstanding fill it (over 4 paths it would be 64, half full)
+    alua = {"queue_depth": 16, "paths": 4, "observed_paths": 4}
+    assert hql(alua | {"optimized_paths": 2}) == 1
+    assert hql(alua) == 0  # the host reports no path states: all 4 count
+    f_disk = mapped(**queued(**alua, optimized_paths=2))
+    assert f_disk.q_eff == 16 * 2
 
 
 @pytest.mark.parametrize(("r_host", "expected"), [(0.0039, 0), (0.0041, 1)])  # 2 x 2 ms
@@ -137,9 +165,16 @@ def test_queue_limited_latency_gap_boundary(r_host: float, expected: int) -> Non
 
 
 def test_queue_limited_not_when_the_array_is_saturated() -> None:
-    assert hql({}, nodes=(node(cpu_busy_ratio=0.85),)) == 0
+    assert hql({}, nodes=(node(average_processor_busy_ratio=0.85),)) == 0
     assert hql({}, nodes=(node(domain_busy={"kahuna": 0.95}),)) == 0
-    assert hql({}, nodes=(node(cpu_busy_ratio=0.75, domain_busy={"kahuna": 0.85}),)) == 1
+    assert hql({}, nodes=(node(average_processor_busy_ratio=0.75, domain_busy={"kahuna": 0.85}),)) == 1
+
+
+def test_queue_limited_not_when_the_disk_is_mostly_idle() -> None:
+    # 31 outstanding on average yet idle 60 % of the time: the I/O waits outside the host queue
+    # (san_oversubscription's signature, idle >= 0.5), so the queue is not what limits it
+    assert hql({"idle_ratio": 0.6}) == 0
+    assert hql({"idle_ratio": 0.4}) == 1
 
 
 def test_queue_limited_critical_at_5x() -> None:
@@ -175,11 +210,11 @@ def test_queue_limited_recommendation_sizes_luns_and_mentions_port_limit() -> No
     e.update(snap(h))
     f = finding(e, "host_queue_limited")
     assert f is not None
-    demand = 31.0 / 0.0003  # the concurrency at the array's service time
+    demand = 30000.0 * 0.0014 / 0.0003  # the mean concurrency (X x R_host) at the array's service time
     need = max(math.ceil(demand * 0.0003 / (0.75 * 32)), math.ceil(demand / 35000))
-    assert f["evidence"]["luns_needed"] == need == 3
+    assert f["evidence"]["luns_needed"] == need == 4
     assert f["evidence"]["demand_estimate_iops"] == pytest.approx(demand)
-    assert "2048" in f["recommendation"] and "3 to carry" in f["recommendation"]
+    assert "2048" in f["recommendation"] and "4 to carry" in f["recommendation"]
 
 
 def test_queue_limited_too_few_luns_figures_need_a_smaller_gap() -> None:

@@ -75,7 +75,8 @@ def test_an_offline_lun_explains_the_latency_of_its_host_disk() -> None:
     from tests.builders import engine, feed, hostview
 
     e = engine(sustain_scale=0.0)
-    slow = mapped(read_latency_s=0.5, write_latency_s=0.5, idle_ratio=0.1)
+    # 40 IOPS at 0.5 s keep 20 I/Os outstanding: under Q_eff, so no queue finding competes
+    slow = mapped(read_iops=30.0, write_iops=10.0, read_latency_s=0.5, write_latency_s=0.5, idle_ratio=0.1)
     feed(e, 0, 120, 15, lambda t: [ontap(t, luns=(lun(state="offline"),)), hostview(t, slow)])
     inc = e.attribution().incidents
     assert inc[("lun_not_online", LUN_KEY)] == ("lun_not_online:c1/s1/v1", "cause")

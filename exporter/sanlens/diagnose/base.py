@@ -124,11 +124,13 @@ def disk_labels(d: HostDiskStats) -> dict[str, str]:
 
 
 def lun_labels(lun: LunStats) -> dict[str, str]:
-    """The labels of a LUN subject (a shared dict: never modify it)."""
-    key = ("lun", lun.cluster, lun.node, lun.svm, lun.volume, lun.lun)
-    return _subject_labels(
-        key, cluster=lun.cluster, node=lun.node, svm=lun.svm, volume=lun.volume, lun=lun.lun
-    )
+    """The labels of a LUN subject (a shared dict: never modify it).
+
+    Identity only: the node that serves the LUN changes with a volume move, and a label
+    change would restart the alert's ``for:``; the engine shows it on
+    ``sanlens_diagnosis_location_info`` instead."""
+    key = ("lun", lun.cluster, lun.svm, lun.volume, lun.lun)
+    return _subject_labels(key, cluster=lun.cluster, svm=lun.svm, volume=lun.volume, lun=lun.lun)
 
 
 def disk_key(d: HostDiskStats) -> str:
@@ -240,6 +242,18 @@ class Context:
     def mapped_luns(self) -> dict[tuple[str, str, str], HostDiskStats]:
         """LUNs that a host disk maps to (for the data class of a LUN)."""
         return {(d.cluster, d.svm, d.lun): d for d in self.host_disks() if d.mapped}
+
+    def san_disk(self, d: HostDiskStats) -> bool:
+        """Whether a host disk is judged as a SAN LUN by the SAN diagnoses (queue, fabric, LUN ceiling).
+
+        Mapped to a LUN (by serial or statically): yes. Its identity reported (a serial) while
+        clusters are polled, yet no LUN carries that serial: no, it is a local disk (a tempdb
+        NVMe at 80K IOPS is no LUN to spread). Nothing known of it (a PerfMon log, a host
+        without the identity script) or no cluster polled: yes, the host-only signatures apply.
+        latency_slo judges every disk: an objective holds wherever the data lives."""
+        if d.mapped:
+            return True
+        return not (d.lun_serial and self.ontap)
 
     def lun_of(self, d: HostDiskStats) -> LunStats | None:
         """The ONTAP LUN behind a mapped host disk, from the latest poll of its cluster."""

@@ -9,7 +9,8 @@ a core while the node averages 30 %. With U_K = Kahuna busy (``kahuna`` or
 - critical: U_K + U_W / (N_cpu - 1) >= 90 % (a lower bound of serial
   occupancy), or any single-threaded domain >= 90 %.
 
-Domain names are read from the data, never assumed. ONTAP-only and joined data
+"Average CPU" is ``average_processor_busy_percent``; ONTAP's ``cpu_busy`` follows
+the busiest domain and so rises with Kahuna. Domain names are read from the data, never assumed. ONTAP-only and joined data
 behave alike (one subject per node); host-only data has no subject.
 """
 
@@ -61,7 +62,13 @@ SPEC = DiagnosisSpec(
             "busiest serial domain",
             "percent",
         ),
-        Evidence("node_cpu_busy_ratio", "ratio", "average CPU busy of the node", "average CPU", "percent"),
+        Evidence(
+            "node_cpu_busy_ratio",
+            "ratio",
+            "average CPU busy of the node (average_processor_busy_percent)",
+            "average CPU",
+            "percent",
+        ),
         Evidence("processors", "cores", "N_cpu: the node's cores", "processors"),
         Evidence("wafl_exempt_busy_ratio", "ratio of one core", "U_W: wafl_exempt busy"),
         Evidence(
@@ -100,7 +107,9 @@ def _one(node: NodeStats, th: Thresholds) -> Observation:
         "wafl_exempt_busy_ratio": wafl_exempt(node),
         "serial_occupancy_ratio": occ,
         "max_serial_domain_busy_ratio": top,
-        "node_cpu_busy_ratio": num(node.cpu_busy_ratio),
+        # the average over all processors: ONTAP's cpu_busy follows the busiest domain, so it is high
+        # exactly when this diagnosis fires and cannot show that the rest of the node idles
+        "node_cpu_busy_ratio": num(node.average_processor_busy_ratio),
         "processors": float(node.processors) if node.processors else None,
     }
     if uk is None and top is None:
@@ -119,7 +128,7 @@ def _one(node: NodeStats, th: Thresholds) -> Observation:
         worst = f"{top_name} at {pct(top)} of one core" if top is not None else f"Kahuna at {pct(uk)}"
         advice = (
             f"Node {node.node} ({node.cluster}): {worst}, serial occupancy >= {pct(occ)}, while average CPU "
-            f"is {pct(num(node.cpu_busy_ratio))}. Work is being forced through a serial domain: spread the "
+            f"is {pct(num(node.average_processor_busy_ratio))}. Work is being forced through a serial domain: spread the "
             "load across >= 4 volumes per aggregate (>= 2; 8 on large controllers) or use a FlexGroup, and "
             "look for what serialises it (one hot volume, metadata-heavy operations). Confirm with "
             "`sysstat -M 1` or `statistics show -object processor`."

@@ -2,7 +2,9 @@
 
 The field case: an aggregate grown by new disks kept them hot, because new
 writes landed on the free space there, until ``reallocate`` spread the data.
-Within an aggregate's data disks (spares and broken disks excluded):
+Within an aggregate's data disks (spares, broken disks and parity disks excluded: RAID 4,
+RAID-DP and RAID-TEC keep parity on dedicated disks that are written with every stripe but
+read only to rebuild, so under a read-heavy load they idle and would pass for an imbalance):
 
 - CV of busy (stdev / mean) > 0.3, or max / median > 1.5, or mean busy of the
   newest RAID group / mean of the older ones > 1.5;
@@ -75,6 +77,13 @@ SPEC = DiagnosisSpec(
 )
 ID = SPEC.id
 NOT_DATA = frozenset({"spare", "broken", "unassigned", "maintenance", "unknown"})
+# RAID positions (plexes' raid_groups.disks.position) that hold parity, not data
+PARITY = frozenset({"parity", "dparity", "tparity"})
+
+
+def is_data_disk(d: DiskStats) -> bool:
+    """In an aggregate, in use, and not a parity disk (an unknown position counts as data)."""
+    return bool(d.aggregate) and d.container.lower() not in NOT_DATA and d.raid_position.lower() not in PARITY
 
 
 def _rg_order(name: str) -> tuple[int, str]:
@@ -120,7 +129,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
         types = {a.aggregate: a.disk_type for a in view.aggregates}
         nodes = {a.aggregate: a.node for a in view.aggregates}
         for d in view.disks:
-            if d.aggregate and d.container.lower() not in NOT_DATA:
+            if is_data_disk(d):
                 by_aggr.setdefault(d.aggregate, []).append(d)
                 types[d.aggregate] = types.get(d.aggregate) or d.disk_type
                 nodes[d.aggregate] = nodes.get(d.aggregate) or d.node

@@ -8,9 +8,18 @@ and turns their per-subject levels into states:
 - a state falls only after its level, judged against thresholds moved 10 %
   towards ok (0.9 x), has stayed lower for the exit window.
 
-Time is the snapshots' own timestamps (never the wall clock), so tests and
-``sanlens analyze`` can replay any timeline. ``findings`` and ``metrics``
-return results built at the last update; a scrape never computes anything.
+Time is the exporter's receive clock (``Snapshot.received``, sanlens.freshness) when
+snapshots carry it, as in ``sanlens serve``: a source's own clock (a Windows host minutes
+ahead, an NTP step) never makes another source look stale. Offline (``sanlens analyze``,
+tests) snapshots carry no receive time and the views' own timestamps are replayed.
+
+A subject missing from one evaluation (a row skipped on a counter reset or a partial
+aggregation, a LUN between two inventories) keeps its state and its series, so an alert's
+``for:`` is not restarted, until it has been missing longer than its source's staleness
+bound. A source that stays silent that long, or leaves the config (``forget``), takes its
+view and its subjects' findings with it at once, as /metrics drops its series.
+``findings`` and ``metrics`` return results built at the last update; a scrape never
+computes anything.
 """
 
 from __future__ import annotations
@@ -20,24 +29,30 @@ import logging
 import math
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose import background_operation_impact
-from sanlens.diagnose.attribution import Attribution, Seen, attribute
+from sanlens.diagnose.attribution import Attribution, Seen, attribute, resolve_path
 from sanlens.diagnose.base import LABELS, Context, Observation, num
 from sanlens.diagnose.history import History
 from sanlens.diagnose.registry import MODULES, REGISTRY, SEVERITY, relax, resolve, windows
+from sanlens.freshness import stale_after
 from sanlens.model import HostView, Metric, MetricBuilder, OntapView, Snapshot, iso_utc
 
 log = logging.getLogger(__name__)
 
 DIAG_LABELS = ("diagnosis", "subject", *LABELS)
 OP_LABELS = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
-STALE_MIN_S = 300.0  # a view older than this (and 5 poll intervals) no longer has subjects
-STALE_INTERVALS = 5
+# Where a finding's subject is now (not its identity: a volume move changes it): an info series.
+LOCATION_LABELS = ("diagnosis", "subject", "node", "aggregate")
+
+
+def source_of(labels: Mapping[str, str]) -> str:
+    """The target a subject's data comes from: its host (host disks), else its cluster."""
+    return labels.get("host") or labels.get("cluster") or ""
 
 
 @dataclass
@@ -55,6 +70,8 @@ class Track:
     evidence: dict[str, float] = field(default_factory=dict)
     recommendation: str = ""
     level: int = 0  # the level the thresholds gave at the last judged evaluation
+    last_seen: float = -math.inf  # engine time the subject was last in an evaluation
+    location: Mapping[str, str] = field(default_factory=dict)  # node, aggregate now (not identity)
 
     @property
     def idle(self) -> bool:
@@ -103,16 +120,26 @@ class Track:
 class Engine:
     """Implements sanlens.state.Engine; see the module docstring."""
 
-    def __init__(self, cfg: DiagnoseConfig | None = None, *, deferred: bool = False) -> None:
-        """``deferred``: ``update`` only stores views; ``evaluate_pending`` judges them."""
+    def __init__(
+        self,
+        cfg: DiagnoseConfig | None = None,
+        *,
+        deferred: bool = False,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        """``deferred``: ``update`` only stores views; ``evaluate_pending`` judges them.
+        ``clock``: the receive clock the snapshots are stamped with; with it, time moves on (and
+        silent sources go stale) even while no snapshot arrives."""
         self._lock = threading.RLock()
         self.deferred = deferred
+        self.clock = clock
         self._inbox: deque[Snapshot] = deque()
         cfg = cfg or DiagnoseConfig()
         self._configure(cfg)
         self._history = History(cfg.history)
         self._ontap: dict[str, OntapView] = {}
         self._hosts: dict[str, HostView] = {}
+        self._received: dict[str, tuple[float, float | None]] = {}  # source -> (time, interval)
         self._tracks: dict[tuple[str, str], Track] = {}
         self._now = -math.inf
         self._findings: list[dict[str, Any]] = []
@@ -144,32 +171,57 @@ class Engine:
             self.evaluate_pending()
 
     def evaluate_pending(self) -> bool:
-        """Judge the views taken since the last evaluation; False when there were none.
+        """Judge the views taken since the last evaluation; False when there were none (and,
+        with a clock, no source went stale and no missing subject outlived its hold).
 
         A deferred engine (``sanlens serve``) is judged from its own thread at a steady pace,
         so several host polls between two evaluations cost one evaluation, not one each."""
         with self._lock:
-            if not self._inbox:
+            if self.clock is not None:
+                self._now = max(self._now, self.clock())
+            if not self._inbox and not self._expiring():
                 return False
             while self._inbox:
                 self._store(self._inbox.popleft())
             self._judge()
             return True
 
+    def due(self) -> bool:
+        """Whether time alone has made something change (see ``evaluate_pending``): lets a paced
+        judge drop a stale source's findings when /metrics drops its series, not a minute later."""
+        if self.clock is None:
+            return False
+        with self._lock:
+            self._now = max(self._now, self.clock())
+            return self._expiring()
+
+    def forget(self, source: str) -> None:
+        """A target left the config: its view, history and findings go now, not when stale."""
+        with self._lock:
+            self._inbox = deque(s for s in self._inbox if s.target != source)
+            if self._drop_source(source):
+                self._judge()
+
     def _store(self, snapshot: Snapshot) -> None:
         view = snapshot.view
         if isinstance(view, OntapView):
-            self._ontap[view.cluster] = view
+            name = view.cluster
+            self._ontap[name] = view
             self._history.add_ontap(view)
         elif isinstance(view, HostView):
-            self._hosts[view.host] = view
+            name = view.host
+            self._hosts[name] = view
             self._history.add_host(view)
         else:
             return
-        ts = num(view.timestamp)
+        # the receive time when the exporter stamped one; offline, the view's own time
+        ts = num(snapshot.received)
+        ts = num(view.timestamp) if ts is None else ts
         ts = num(snapshot.timestamp) if ts is None else ts
-        if ts is not None:
-            self._now = max(self._now, ts)
+        if ts is None:
+            return
+        self._received[name] = (ts, num(view.interval_s))
+        self._now = max(self._now, ts)
 
     def _judge(self) -> None:
         if not math.isfinite(self._now):
@@ -177,14 +229,35 @@ class Engine:
         self._drop_stale()
         self._evaluate()
 
+    def _stale_sources(self) -> list[str]:
+        return [n for n, (ts, iv) in self._received.items() if self._now - ts > stale_after(iv)]
+
+    def _hold(self, source: str) -> float:
+        """How long a subject of ``source`` may be missing before it is dropped."""
+        seen = self._received.get(source)
+        return stale_after(seen[1] if seen is not None else None)
+
+    def _expiring(self) -> bool:
+        """Whether time alone changes something: a source went stale, a missing subject expired."""
+        if self._stale_sources():
+            return True
+        return any(self._now - t.last_seen > self._hold(source_of(t.labels)) for t in self._tracks.values())
+
+    def _drop_source(self, name: str) -> bool:
+        """Forget a source's view, history and subjects; whether it had any."""
+        known = name in self._received or name in self._ontap or name in self._hosts
+        self._received.pop(name, None)
+        self._ontap.pop(name, None)
+        self._hosts.pop(name, None)
+        self._history.forget(name)
+        gone = [k for k, t in self._tracks.items() if source_of(t.labels) == name]
+        for k in gone:
+            del self._tracks[k]
+        return known or bool(gone)
+
     def _drop_stale(self) -> None:
-        ages = [(n, v.timestamp, v.interval_s) for n, v in self._ontap.items()]
-        ages += [(n, v.timestamp, v.interval_s) for n, v in self._hosts.items()]
-        stale = [n for n, ts, iv in ages if self._now - ts > max(STALE_INTERVALS * (iv or 0.0), STALE_MIN_S)]
-        for name in stale:
-            self._ontap.pop(name, None)
-            self._hosts.pop(name, None)
-            self._history.forget(name)
+        for name in self._stale_sources():
+            self._drop_source(name)
 
     def _evaluate(self) -> None:
         now = self._now
@@ -222,14 +295,22 @@ class Engine:
                         continue
                     tr = self._tracks[k] = Track(did, o.key, o.labels)
                 tr.step(now, o.level, relaxed.get(o.key, o.level), sustain, exit_)
+                tr.last_seen = now
                 if o.level is not None:
                     tr.observe(o)
                 counts[did][tr.state] += 1
                 evaluated[did][o.key] = tr.state
                 if tr.idle:
                     del self._tracks[k]
-        for k in [k for k in self._tracks if k not in seen]:
-            del self._tracks[k]  # the subject is gone
+        for k, tr in list(self._tracks.items()):
+            if k in seen:
+                continue
+            if now - tr.last_seen > self._hold(source_of(tr.labels)):
+                del self._tracks[k]  # missing for longer than its source may be silent: gone
+                continue
+            # missing from this evaluation only: its state (and series) holds, its windows wait
+            counts[tr.id][tr.state] += 1
+            evaluated[tr.id][tr.key] = tr.state
         self._progress = background_operation_impact.progress_samples(ctx)
         self._attribution = attribute(
             (Seen(t.id, t.key, t.labels, t.state, t.level, t.score) for t in self._tracks.values()),
@@ -240,6 +321,11 @@ class Engine:
         self._evaluated = evaluated
         tracks = sorted(self._tracks.values(), key=lambda t: (-t.state, -t.score, t.id, t.key))
         self._active = [t for t in tracks if t.state > 0]
+        for t in self._active:
+            path = resolve_path(t.labels, ctx)
+            where = {k: path[k] for k in ("node", "aggregate") if path[k] and not t.labels.get(k)}
+            if (t.id, t.key) in seen:  # a missing subject keeps where it was last seen
+                t.location = where
         self._findings = [self._finding(t, self._attribution) for t in self._active]
         self._metrics = None
 
@@ -283,6 +369,7 @@ class Engine:
             "score": round(t.score, 3),
             "since": iso_utc(t.since),
             "evidence": {k: round(v, 9) for k, v in sorted(t.evidence.items())},
+            "location": dict(t.location),  # where the subject is now: node, aggregate (not identity)
             "recommendation": t.recommendation or spec.fix,
             "runbook": spec.runbook,
             # the root cause it belongs to, and for a symptom the causes on its I/O path (primary first)
@@ -366,6 +453,19 @@ class Engine:
                     "Evidence behind a diagnosis; the unit is in the evidence name.",
                     {**lv, "evidence": name},
                     value,
+                )
+            if t.location:
+                b.add(
+                    "sanlens_diagnosis_location_info",
+                    "info",
+                    "Where a non-ok finding's subject is now (a LUN's node); not part of its identity, "
+                    "so a volume move does not restart an alert.",
+                    {
+                        "diagnosis": t.id,
+                        "subject": t.key,
+                        **{k: t.location.get(k, "") for k in LOCATION_LABELS[2:]},
+                    },
+                    1,
                 )
         self._add_attribution(b)
         for did, values in self._th.items():

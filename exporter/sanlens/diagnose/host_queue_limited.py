@@ -1,16 +1,21 @@
 """host_queue_limited: too few LUNs, so the host's queue, not the array, sets the pace.
 
 Joined data (the disk maps to a polled LUN): R_host >= 2 S_array and
-R_host - S_array >= 1 ms; outstanding N (Current Disk Queue Length, or Little's
-law N = IOPS x R_host) >= 0.9 Q_eff (queue depth x active paths); the array is
+R_host - S_array >= 1 ms; outstanding N, the interval's mean by Little's law
+N = IOPS x R_host (Current Disk Queue Length, an instantaneous sample, only
+without rates) >= 0.9 Q_eff (queue depth x the paths that carry I/O: the ALUA
+active/optimized ones when the host reports them, else the active ones); the array is
 not saturated (its node below ``max_node_cpu_ratio``, no serial domain at
-``max_serial_domain_ratio``). Critical once R_host >= 5 S_array.
+``max_serial_domain_ratio``); the disk is busy (idle below san_oversubscription's
+``min_idle_ratio``: a full queue leaves no idle time, and a mostly idle disk that
+waits is that diagnosis's signature). Critical once R_host >= 5 S_array.
 
 Host-only: a full queue while the host latency is still under its class
 warning threshold means the queue caps throughput; warning at most, because
 the array's share of the latency is unknown.
 
-ONTAP-only: no subject (the queue is the host's).
+ONTAP-only: no subject (the queue is the host's). A local disk (see
+``Context.san_disk``) is no subject either.
 
 The recommendation sizes the LUN count with N_luns = max(ceil(X S_array /
 (0.75 Q_eff)), ceil(X / X_lun)), X_lun the single-LUN ceiling of the ONTAP
@@ -116,8 +121,8 @@ SPEC = DiagnosisSpec(
     severity={1: "all conditions hold", 2: "and R_host >= critical_latency_ratio x S_array"},
     fix="More LUNs: N = max(ceil(X S_array / (0.75 Q_eff)), ceil(X / X_lun)); <= 2048 commands per port.",
     evidence=(
-        Evidence("outstanding_io", "commands", "N: queue length, or IOPS x R_host", "outstanding IO"),
-        Evidence("queue_effective_depth", "commands", "Q_eff: queue depth x active paths", "Q_eff"),
+        Evidence("outstanding_io", "commands", "N: mean outstanding IO, IOPS x R_host", "outstanding IO"),
+        Evidence("queue_effective_depth", "commands", "Q_eff: queue depth x paths carrying I/O", "Q_eff"),
         Evidence(
             "host_latency_seconds",
             "seconds",
@@ -169,9 +174,9 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     t = th[ID]
     iops = total(d.read_iops, d.write_iops)
     r_host = weighted_latency(d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s)
-    n = num(d.queue_length)
-    if n is None and iops is not None and r_host is not None:
-        n = iops * r_host  # Little's law
+    # the mean outstanding I/O over the interval (Little's law): one instantaneous queue sample
+    # that dips would restart the sustain window; the sample only stands in without rates
+    n = iops * r_host if iops is not None and r_host is not None else num(d.queue_length)
     q_eff = d.q_eff
     fill = n / q_eff if n is not None and q_eff > 0 else None
     lun = ctx.lun_of(d)
@@ -180,7 +185,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         s_array = weighted_latency(lun.read_iops, lun.write_iops, lun.read_latency_s, lun.write_latency_s)
         node = ctx.node_of_lun(lun)
         if node is not None:
-            cpu = num(node.cpu_busy_ratio)
+            cpu = num(node.average_processor_busy_ratio)  # all processors; serial domains: next line
             serial = max(serial_domains(node).values(), default=None)
     ratio = r_host / s_array if r_host is not None and s_array else None
     gap = r_host - s_array if r_host is not None and s_array is not None else None
@@ -196,12 +201,17 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         "node_cpu_busy_ratio": cpu,
         "node_serial_domain_busy_ratio": serial,
     }
+    # a full host queue keeps the disk busy: a disk idle as often as san_oversubscription's
+    # signature wants waits outside its queue (fabric, front end), and that diagnosis judges it
+    idle = num(d.idle_ratio)
+    busy = idle is None or idle < th["san_oversubscription"]["min_idle_ratio"]
     level: int | None
     if fill is None or r_host is None:
         level = None if d.read_iops is None else 0
     elif s_array is not None:
         ok = (
-            ratio is not None
+            busy
+            and ratio is not None
             and ratio >= t["min_latency_ratio"]
             and gap is not None
             and gap >= t["min_latency_gap_seconds"]
@@ -212,7 +222,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         level = (2 if ratio is not None and ratio >= t["critical_latency_ratio"] else 1) if ok else 0
     else:
         lat_level, _w, _c = class_level(r_host, d.data_class, th)
-        level = 1 if fill >= t["queue_fill_ratio"] and lat_level == 0 else 0
+        level = 1 if busy and fill >= t["queue_fill_ratio"] and lat_level == 0 else 0
     score = clamp01(fill or 0.0) * (clamp01((ratio or 1.0) / t["critical_latency_ratio"]) if level else 0.5)
     advice = ""
     if level and iops and r_host is not None:
@@ -228,7 +238,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         array = f" while the array answers in {ms(s_array)}" if s_array is not None else ""
         advice = (
             f"Host {d.host} disk {d.disk}: {n or 0:.1f} of {q_eff} queue slots busy (queue depth "
-            f"{d.queue_depth} x {d.paths} path(s)), latency {ms(r_host)}{array}. The host queue limits "
+            f"{d.queue_depth} x {d.io_paths} path(s) carrying I/O), latency {ms(r_host)}{array}. The host queue limits "
             f"throughput. N_luns = max(ceil(X*S/(0.75*Q_eff)), ceil(X/X_lun)) with X_lun = {x_lun:.0f}: "
             f"{need_now} LUN(s) for the observed {iops:.0f} IOPS, {need_demand} to carry the ~{demand:.0f} "
             f"IOPS this concurrency would drive. Spread the data over that many LUNs (or raise the HBA "
@@ -239,4 +249,4 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
-    return [_one(ctx, d, th) for d in ctx.host_disks()]
+    return [_one(ctx, d, th) for d in ctx.host_disks() if ctx.san_disk(d)]

@@ -15,8 +15,8 @@ from sanlens.diagnose.base import (
     Observation,
     Thresholds,
     clamp01,
-    labels,
     lun_key,
+    lun_labels,
     ms,
     of_disk,
     worst_latency,
@@ -159,7 +159,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
             Observation(
                 ID,
                 lun_key(lun.cluster, lun.svm, lun.lun),
-                labels(cluster=lun.cluster, node=lun.node, svm=lun.svm, volume=lun.volume, lun=lun.lun),
+                lun_labels(lun),
                 level,
                 clamp01((lat or 0.0) / crit),
                 {

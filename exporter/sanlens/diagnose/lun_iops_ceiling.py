@@ -4,7 +4,8 @@ A single LUN tops out near 35K IOPS before ONTAP 9.9.1 and near 100K from 9.9.1
 (the judgement is shared with volume_iops_ceiling, see iops_ceiling.py).
 
 - ONTAP-only and joined: every LUN, on the array's IOPS.
-- Host-only: every host disk without a polled LUN behind it, on the host's IOPS.
+- Host-only: every host disk without a polled LUN behind it, on the host's IOPS,
+  unless it is a local disk (``Context.san_disk``).
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
         level, score, ev, advice = judge(iops, ctx.version(lun.cluster), t, f"LUN {lun.lun} on {lun.cluster}")
         out.append(of_lun(ID, lun, level, score, {"lun_" + k: v for k, v in ev.items()}, advice))
     for d in ctx.host_disks():
-        if ctx.lun_of(d) is not None:
-            continue  # the LUN itself is the subject
+        if ctx.lun_of(d) is not None or not ctx.san_disk(d):
+            continue  # the LUN itself is the subject; a local disk is no LUN to spread
         iops = total(d.read_iops, d.write_iops)
         version = ctx.version(d.cluster) if d.cluster else None
         level, score, ev, advice = judge(iops, version, t, f"Host {d.host} disk {d.disk}")

@@ -12,6 +12,8 @@ array: fabric, front-end ports, fan-in, zoning, HBA queue.
   LUN latency, and the LUN's aggregate disks must be < 50 % busy on average
   (or E < 0.5 when no disk data is there).
 - ONTAP-only: no subject (the signature is the host's view).
+- A local disk (``Context.san_disk``: a reported serial no polled LUN carries) is
+  no subject: its latency is not the fabric's.
 """
 
 from __future__ import annotations
@@ -221,4 +223,4 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
-    return [_one(ctx, d, th) for d in ctx.host_disks()]
+    return [_one(ctx, d, th) for d in ctx.host_disks() if ctx.san_disk(d)]

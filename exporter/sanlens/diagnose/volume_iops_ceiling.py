@@ -110,7 +110,8 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
         level, score, ev, advice = _judge(
             iops, v.write_iops, v.read_iops, ctx.version(v.cluster), t, f"Volume {v.volume} on {v.cluster}"
         )
-        lv = labels(cluster=v.cluster, node=v.node, svm=v.svm, volume=v.volume, aggregate=v.aggregate)
+        # identity only: a volume move changes its aggregate and node (sanlens_diagnosis_location_info)
+        lv = labels(cluster=v.cluster, svm=v.svm, volume=v.volume)
         out.append(Observation(ID, volume_key(v.cluster, v.svm, v.volume), lv, level, score, ev, advice))
     sums: dict[tuple[str, str, str], list[float | None]] = {}
     for d in ctx.host_disks():
