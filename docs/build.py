@@ -74,19 +74,73 @@ A complete page, as the exporter renders it after three polls of the simulator's
 - [Reading the counters](#reading-the-counters)
 """
 
+HOST_DISKS = """\
+## Host disks
+
+Counters and gauges carry `host, disk[, op]` only: the config host name and the PhysicalDisk
+number. The ONTAP LUN a disk maps to is on `sanlens_host_disk_info` alone, joined in PromQL
+(`… * on (host, disk) group_left (cluster, svm, volume, lun) sanlens_host_disk_info`), as
+node_exporter and Harvest do: a LUN that moves, an inventory that fails or a restart changes
+the info series, never a counter's identity, so `rate()` holds across it. The recording
+rules do the join, so `host_disk:*` series carry the LUN labels.
+
+Windows counters are unwrapped to monotonic 64-bit values before exposure (32-bit counters
+are taken modulo 2^32; after a reboot a counter continues from its last exposed value). A
+host whose counters restarted (a 64-bit counter falling back, or any counter growing faster
+than a disk can count) gives no rates for that interval, and its exposed counters hold still
+over the restart. The sources are described in [Windows hosts](hosts-windows.md).
+""".splitlines()
+
+HOST_COUNTERS = """\
+### Host counters behind the families
+
+Widths and bases as Windows keeps them (`Win32_PerfRawData_PerfDisk_PhysicalDisk`; the
+kernel's `DISK_PERFORMANCE`), and what each source sanlens reads gives for them.
+
+| counter | windows_exporter | WinRM raw class | width, type | meaning |
+|---|---|---|---|---|
+| Disk Reads/sec, Disk Writes/sec | `reads_total`, `writes_total` | `DiskReadsPerSec`, `DiskWritesPerSec` | uint32 PERF_COUNTER_COUNTER | operations completed; wraps at 2^32 (days at 10K IOPS), deltas taken mod 2^32 |
+| Disk Read/Write Bytes/sec | `read_bytes_total`, `write_bytes_total` | `DiskReadBytesPerSec`, `DiskWriteBytesPerSec` | uint64 PERF_COUNTER_BULK_COUNT | bytes; a drop is a restart |
+| % Disk Read/Write Time | `read_seconds_total`, `write_seconds_total` (raw x 1e-7 s) | `PercentDiskReadTime`, `PercentDiskWriteTime` (100 ns; base `_Base`, a 100 ns clock) | uint64 PERF_PRECISION_100NS_TIMER | Σ over I/Os of the time each was outstanding = ∫ queue length dt, not busy time; grows N s/s at N outstanding and exceeds 100 % (PerfMon caps the display at 100, the raw value is not capped). Δ / Δops is the mean latency (Little's law): the source of `sanlens_host_disk_latency_seconds_total` |
+| Avg. Disk sec/Read, sec/Write | `read_latency_seconds_total`, `write_latency_seconds_total` (ticks x 1e-7 s) | `AvgDiskSecPerRead`, `…PerWrite` (ticks of `Frequency_PerfTime`), base `…_Base` = ops (uint32) | uint32 PERF_AVERAGE_TIMER | the same Σ latency, counted at completion, in 32 bits: wraps every 429.5/N s at N outstanding. Only the fallback, taken mod 2^32, exact while the poll interval is under 429.5/N s (N = 16: 26.8 s; N = 64: 6.7 s; N = 200: 2.1 s) |
+| % Idle Time | `idle_seconds_total` (raw x 1e-7 s) | `PercentIdleTime` (100 ns), base `_Base` | uint64 PERF_PRECISION_100NS_TIMER | time with nothing outstanding; rate = idle ratio |
+| Current Disk Queue Length | `requests_queued` | `CurrentDiskQueueLength` | uint32 PERF_COUNTER_RAWCOUNT | requests outstanding at the sample (a gauge) |
+| Split IO/Sec | `split_ios_total` | `SplitIOPerSec` | uint32 PERF_COUNTER_COUNTER | I/Os split in two or more |
+| Avg. Disk Read/Write Queue Length | not read | not read | uint64 PERF_COUNTER_100NS_QUEUELEN_TYPE | the % Disk Read/Write Time integral over elapsed time; PerfMon logs carry it cooked, uncapped: the PerfMon source's latency is Avg. Disk Read Queue Length / Disk Reads/sec where both are logged |
+
+PerfMon logs (`source: perfmon`) hold values PDH already cooked over each sample interval: Disk
+Reads/sec, Avg. Disk sec/Read (wrong once the interval exceeds 429.5/N s, the numerator having
+wrapped inside it), % Idle Time, queue lengths; % Disk Read Time is capped at 100 when formatted
+(PDH's default without `PDH_FMT_NOCAP100`), so it is not used. sanlens integrates the logged rates
+over the row timestamps to expose the same counters.
+
+Path counts: MPIO's `NumberPaths` (MPIO_DISK_INFO) counts every path, ALUA Active/Unoptimized
+ones included; those carry no I/O while an optimized path is up. Where the host reports path
+states (the textfile family's `state` label, or the DSM's `MPIO_DSM_Path_V2.TargetPortGroup_State`
+over WinRM: 0 Active/Optimized, 1 Active/Unoptimized, 2 Standby, 3 Unavailable, 15 Transitioning,
+as `mpclaim -s -d` prints them), `sanlens_host_disk_optimized_paths` counts the optimized ones.
+
+sanlens reads no node_exporter host counters today.
+""".splitlines()
+
 READING = """\
 ## Reading the counters
 
 - CPU domain busy as percent of one core:
   `100 * rate(sanlens_ontap_node_domain_busy_seconds_total[5m]) / ignoring(domain) group_left rate(sanlens_ontap_node_cpu_elapsed_seconds_total[5m])`.
   Serial domains (Kahuna) cap at 100.
-- Average node CPU busy, 0..1:
-  `rate(sanlens_ontap_node_cpu_busy_seconds_total[5m]) / rate(sanlens_ontap_node_cpu_elapsed_seconds_total[5m])`.
+- Average node CPU busy (all processors), 0..1:
+  `rate(sanlens_ontap_node_average_processor_busy_seconds_total[5m]) / rate(sanlens_ontap_node_cpu_elapsed_seconds_total[5m])`.
+  ONTAP's `cpu_busy` (`sanlens_ontap_node_cpu_busy_seconds_total` over the same base) is not the average: it
+  follows the most heavily used domain, so a node with Kahuna at 95 % of its core shows `cpu_busy` ≈ 95 %
+  while its processors average 25 %.
 - Disk busy ratio:
   `rate(sanlens_ontap_disk_busy_seconds_total[5m]) / rate(sanlens_ontap_disk_elapsed_seconds_total[5m])`.
 - Latency per operation (LUN, volume, FC LIF, FC port, host disk): `rate(…_latency_seconds_total[5m]) / rate(…_ops_total[5m])`.
 - Host disk idle ratio: `rate(sanlens_host_disk_idle_seconds_total[5m])`; effective queue
-  Q_eff = `sanlens_host_disk_queue_depth * sanlens_host_disk_paths`.
+  Q_eff = `sanlens_host_disk_queue_depth * (sanlens_host_disk_optimized_paths or sanlens_host_disk_paths)`.
+- Host disk latency by LUN: `sum by (cluster, svm, lun) (rate(sanlens_host_disk_latency_seconds_total[5m]) * on (host, disk) group_left (cluster, svm, lun) sanlens_host_disk_info)`
+  over the same for `sanlens_host_disk_ops_total`.
 - FC port utilization, the front-end evidence of `san_oversubscription`: the busier
   direction's bytes per second over the negotiated speed at FC's nominal 100 MB/s per
   Gbit/s (8G ≈ 800 MB/s, 16G ≈ 1,600 MB/s, 32G ≈ 3,200 MB/s):
@@ -194,14 +248,22 @@ def ontap_counter_section() -> list[str]:
         "Per table: where each label comes from (row properties, first non-empty wins; `id` is the",
         "row id), and each exported counter with its `statistics show`/ZAPI spelling, the type, unit",
         "and base ONTAP gives it (the cluster's own `counter_schemas` wins over these), and the",
-        "factor from its raw value to the exported unit. Counters listed under *also read* feed",
-        "the diagnoses without being exported.",
+        "factor from its raw value to the exported unit, and what ONTAP says it measures (checked",
+        "against the sources each table names; types, units and bases agree with them). Counters",
+        "listed under *also read* feed the diagnoses without being exported.",
+        "",
+        "A `lun` or `volume` row is a sum over constituents; when one does not answer, ONTAP marks the",
+        "row `aggregation.complete: false` and the sum drops. No row so marked, of any table, is exposed",
+        "as a counter",
+        "(Prometheus would take the drop for a reset and `rate()` would spike on the drop and on the",
+        "recovery): its series are left out for that poll, and `sanlens_ontap_partial_aggregation_rows`",
+        "counts them. The per-table policy below is only about the diagnoses.",
         "",
     ]
     for t in ordered_tables():
         out.append(f"#### `{t.table}`")
         out.append("")
-        policy = "kept" if t.partial_aggregation == "keep" else "skipped"
+        policy = "kept for the diagnoses" if t.partial_aggregation == "keep" else "skipped"
         labels = []
         for lab in t.labels:
             how = ", ".join(f"`{x}`" for x in lab.sources)
@@ -209,9 +271,11 @@ def ontap_counter_section() -> list[str]:
                 how += f", split on `{lab.split}`, part {lab.index}"
             labels.append(f"`{lab.name}` ← {how}" + ("" if lab.export else " (not exported)"))
         out.append(f"Rows with incomplete aggregation: {policy}. Labels: {'; '.join(labels)}.")
+        if t.source:
+            out += ["", f"Checked against: {t.source}."]
         out.append("")
-        out.append("| counter | `statistics`/ZAPI | type | unit | base | exported as | factor |")
-        out.append("|---|---|---|---|---|---|---|")
+        out.append("| counter | `statistics`/ZAPI | type | unit | base | exported as | factor | meaning |")
+        out.append("|---|---|---|---|---|---|---|---|")
         exported = [c for c in t.counters.values() if c.metric]
         for c in exported:
             by = t.metrics[c.metric].by
@@ -221,7 +285,7 @@ def ontap_counter_section() -> list[str]:
             base = f"`{c.spec.base}`" if c.spec.base else "—"
             out.append(
                 f"| `{c.name}` | {zapi} | {kind} | {c.spec.unit} | {base} | {target} "
-                f"| {_scale(c.export_factor())} |"
+                f"| {_scale(c.export_factor())} | {_cell(c.doc) or '—'} |"
             )
         also = [n for n in t.wanted if n not in {c.name for c in exported}]
         if also:
@@ -293,17 +357,11 @@ def render() -> str:
     ]
     lines += ontap_counter_section()
     lines += [
-        "## Host disks",
-        "",
-        "Every series carries `host, disk, lun_serial, cluster, svm, volume, lun`: the config host",
-        "name, the PhysicalDisk number, and the ONTAP LUN the disk maps to (empty when unmapped).",
-        "Windows counters are unwrapped to monotonic 64-bit values before exposure (32-bit",
-        "counters wrap; after a reboot a counter continues from its last exposed value). A host",
-        "whose counters restarted (a bytes counter falling back, or any counter growing faster",
-        "than a disk can count) gives no rates for that interval, and its exposed counters hold",
-        "still over the restart. The sources are described in [Windows hosts](hosts-windows.md).",
+        *HOST_DISKS,
         "",
         *family_table(HOSTS),
+        "",
+        *HOST_COUNTERS,
         "",
     ]
     lines += [

@@ -24,7 +24,8 @@ class Family:
 
 
 TARGET = ("target", "kind")
-HOST = ("host", "disk", "lun_serial", "cluster", "svm", "volume", "lun")
+HOST = ("host", "disk")  # every host-disk counter and gauge; the LUN identity is on the info family only
+HOST_INFO = ("host", "disk", "lun_serial", "cluster", "svm", "volume", "lun")
 SUBJECT = (
     "diagnosis",
     "subject",
@@ -61,6 +62,17 @@ SELF = (
         "seconds",
         "config `poll_interval`",
         "configured poll interval of the target; `SanlensStaleData` compares the last poll against it",
+    ),
+    Family(
+        "sanlens_lun_join_ambiguous",
+        "gauge",
+        ("serial", "cluster", "candidates"),
+        "1",
+        "host-array join",
+        "a LUN serial several clusters present (SnapMirror active sync, identity-preserving SVM DR) with no "
+        "fact telling which copy the hosts use (the config names no `cluster`, and both or neither copy is "
+        "online and serving I/O); host disks join the copy on `cluster`, and stay on it until a fact decides",
+        "only while a serial is ambiguous",
     ),
     Family(
         "sanlens_poll_errors_total",
@@ -152,9 +164,20 @@ ONTAP_INVENTORY = (
     Family(
         "sanlens_ontap_disk_info",
         "gauge",
-        ("cluster", "node", "disk", "aggregate", "raid_group", "type", "rpm", "container", "state"),
+        (
+            "cluster",
+            "node",
+            "disk",
+            "aggregate",
+            "raid_group",
+            "raid_position",
+            "type",
+            "rpm",
+            "container",
+            "state",
+        ),
         "—",
-        "`/api/storage/disks` + plex RAID groups",
+        "`/api/storage/disks` + plex RAID groups (`raid_position`: `data`, `parity`, `dparity`, `tparity`)",
         "always 1",
     ),
     Family(
@@ -190,8 +213,19 @@ ONTAP_INVENTORY = (
         ("cluster", "table", "policy"),
         "count",
         "counter rows with `aggregation.complete: false`",
-        "rows whose aggregation was incomplete (a node unreachable) in the last poll; "
-        "`policy` is the table's `keep` or `skip`",
+        "rows whose aggregation was incomplete (a node unreachable) in the last poll; their counter "
+        "series are left out of the page for that poll (a partial sum is never a counter sample); "
+        "`policy` is what the diagnoses do with them: the table's `keep` or `skip`",
+    ),
+    Family(
+        "sanlens_ontap_counter_table_missing",
+        "gauge",
+        ("cluster", "table"),
+        "—",
+        "`/api/cluster/counter/tables/{table}` answering 404",
+        "1 for a configured counter table this cluster does not serve (a release or hardware without "
+        "it); the rest of the poll goes on, and it is logged once per table and version",
+        "only while a table is missing",
     ),
 )
 
@@ -199,17 +233,18 @@ HOSTS = (
     Family(
         "sanlens_host_disk_info",
         "gauge",
-        (*HOST, "drives", "data_class", "mapping"),
+        (*HOST_INFO, "drives", "data_class", "mapping"),
         "—",
         "host source + LUN mapping",
-        "always 1: the disk, its drive letters and how it was mapped (`serial`, `static`, `none`)",
+        "always 1: the disk, the ONTAP LUN it maps to (empty when unmapped), its drive letters and how it "
+        "was mapped (`serial`, `static`, `none`: a local disk). Join it on `(host, disk)`",
     ),
     Family(
         "sanlens_host_disk_ops_total",
         "counter",
         (*HOST, "op"),
         "count",
-        "PhysicalDisk Disk Reads/sec, Disk Writes/sec",
+        "PhysicalDisk Disk Reads/sec, Disk Writes/sec (uint32 PERF_COUNTER_COUNTER: counted mod 2^32)",
         "operations completed; `op` is `read` or `write`",
     ),
     Family(
@@ -217,15 +252,16 @@ HOSTS = (
         "counter",
         (*HOST, "op"),
         "seconds",
-        "PhysicalDisk Avg. Disk sec/Read, sec/Write numerators",
-        "Σ latency; `rate(latency) / rate(ops)` = Avg. Disk sec/op",
+        "PhysicalDisk % Disk Read/Write Time (uint64 PERF_PRECISION_100NS_TIMER, x 1e-7); else the "
+        "Avg. Disk sec/Read, sec/Write numerator (uint32 PERF_AVERAGE_TIMER, mod 2^32)",
+        "Σ latency = the queue-length integral (Little's law); `rate(latency) / rate(ops)` = Avg. Disk sec/op",
     ),
     Family(
         "sanlens_host_disk_bytes_total",
         "counter",
         (*HOST, "op"),
         "bytes",
-        "PhysicalDisk Disk Read/Write Bytes/sec",
+        "PhysicalDisk Disk Read/Write Bytes/sec (uint64 PERF_COUNTER_BULK_COUNT)",
         "bytes transferred",
     ),
     Family(
@@ -233,7 +269,7 @@ HOSTS = (
         "counter",
         HOST,
         "seconds",
-        "PhysicalDisk % Idle Time",
+        "PhysicalDisk % Idle Time (uint64 PERF_PRECISION_100NS_TIMER, x 1e-7)",
         "`rate()` = idle ratio 0..1 (% Idle Time / 100)",
     ),
     Family(
@@ -241,7 +277,7 @@ HOSTS = (
         "counter",
         HOST,
         "count",
-        "PhysicalDisk Split IO/Sec",
+        "PhysicalDisk Split IO/Sec (uint32 PERF_COUNTER_COUNTER)",
         "split I/Os",
     ),
     Family(
@@ -249,7 +285,7 @@ HOSTS = (
         "gauge",
         HOST,
         "count",
-        "PhysicalDisk Current Disk Queue Length",
+        "PhysicalDisk Current Disk Queue Length (uint32 PERF_COUNTER_RAWCOUNT)",
         "requests outstanding at poll time",
     ),
     Family(
@@ -266,7 +302,16 @@ HOSTS = (
         HOST,
         "count",
         "MPIO (textfile script, WinRM), else config `paths`",
-        "active paths; Q_eff = queue_depth x paths",
+        "active paths (Active/Optimized + Active/Unoptimized where the host reports states)",
+    ),
+    Family(
+        "sanlens_host_disk_optimized_paths",
+        "gauge",
+        HOST,
+        "count",
+        "MPIO path states (textfile `state` label, WinRM DSM_QueryLBPolicy_V2)",
+        "ALUA Active/Optimized paths, the ones that carry I/O; Q_eff = queue_depth x optimized paths",
+        "only for disks whose host reports ALUA path states",
     ),
     Family(
         "sanlens_host_disk_configured_paths",
@@ -316,6 +361,16 @@ DIAGNOSES = (
         "a cause finding on the I/O path of a symptom finding (host disk -> LUN -> volume -> aggregate -> "
         "node, FC ports); the cause may still be inside its sustain window",
         "only while the symptom's state is above 0",
+    ),
+    Family(
+        "sanlens_diagnosis_location_info",
+        "gauge",
+        ("diagnosis", "subject", "node", "aggregate"),
+        "1",
+        "diagnosis engine",
+        "where a non-ok finding's subject is now (a LUN's or a host disk's node and aggregate): not on the "
+        "finding's own series, whose labels are its identity, so a volume move never restarts an alert's `for:`",
+        "only while the state is above 0 and the subject's place is known",
     ),
     Family(
         "sanlens_diagnosis_score",

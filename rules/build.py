@@ -279,6 +279,25 @@ def _rate(metric: str, sel: str = "") -> str:
     return f"rate({metric}{{{sel}}}[5m])" if sel else f"rate({metric}[5m])"
 
 
+HOST_LUN = "cluster, svm, volume, lun"
+
+
+def _with_lun(expr: str) -> str:
+    """A host-disk expression with the LUN labels joined from sanlens_host_disk_info: the counters carry
+    ``host, disk[, op]`` only (a mapping change never breaks their rate()); the recorded series carry the
+    LUN so dashboards and alerts can select by cluster and LUN."""
+    return (
+        f"group by (host, disk, {HOST_LUN}) (sanlens_host_disk_info)\n"
+        f"  * on (host, disk) group_right ({HOST_LUN})\n  {expr}"
+    )
+
+
+def _guarded_lun(num: str, den: str, min_iops: float) -> str:
+    """``_guarded`` for a host-disk latency, the LUN labels joined onto the numerator (the divisor
+    matches it ignoring them)."""
+    return f"(\n  {_with_lun(num)}\n)\n  / ignoring ({HOST_LUN}) group_left () ({den} >= {min_iops:g})"
+
+
 def _guarded(num: str, den: str, min_iops: float) -> str:
     """``num / (den >= min_iops)``: a latency only where enough ops ran to mean something, so an
     idle LUN's one slow op does not draw a spike (the series is absent instead)."""
@@ -290,7 +309,7 @@ def recording_rules(cfg: MixinConfig = DEFAULT) -> list[dict[str, Any]]:
     rw = 'op=~"read|write"'
     wr = 'op="write"'
     busy = 'domain!="idle"'
-    host_by = "host, disk, cluster, svm, volume, lun"
+    host_by = "host, disk"
     lun_by = "cluster, svm, volume, lun"
     vol_by = "cluster, svm, volume"
     lif_by = "cluster, node, svm, lif, port"
@@ -300,13 +319,13 @@ def recording_rules(cfg: MixinConfig = DEFAULT) -> list[dict[str, Any]]:
         # Host disk (PerfMon view): per op, then all ops.
         (
             "host_disk_op:sanlens_host_disk_latency_seconds:mean5m",
-            _guarded(
+            _guarded_lun(
                 _rate("sanlens_host_disk_latency_seconds_total"), _rate("sanlens_host_disk_ops_total"), m
             ),
         ),
         (
             "host_disk:sanlens_host_disk_latency_seconds:mean5m",
-            _guarded(
+            _guarded_lun(
                 f"sum by ({host_by}) ({_rate('sanlens_host_disk_latency_seconds_total', rw)})",
                 f"sum by ({host_by}) ({_rate('sanlens_host_disk_ops_total', rw)})",
                 m,
@@ -314,15 +333,19 @@ def recording_rules(cfg: MixinConfig = DEFAULT) -> list[dict[str, Any]]:
         ),
         (
             "host_disk:sanlens_host_disk_ops:rate5m",
-            f"sum by ({host_by}) ({_rate('sanlens_host_disk_ops_total', rw)})",
+            _with_lun(f"sum by ({host_by}) ({_rate('sanlens_host_disk_ops_total', rw)})"),
         ),
         (
             "host_disk:sanlens_host_disk_bytes:rate5m",
-            f"sum by ({host_by}) ({_rate('sanlens_host_disk_bytes_total')})",
+            _with_lun(f"sum by ({host_by}) ({_rate('sanlens_host_disk_bytes_total')})"),
         ),
         (
             "host_disk:sanlens_host_disk_idle:ratio_rate5m",
-            f"clamp_max({_rate('sanlens_host_disk_idle_seconds_total')}, 1)",
+            _with_lun(f"clamp_max({_rate('sanlens_host_disk_idle_seconds_total')}, 1)"),
+        ),
+        (
+            "host_disk:sanlens_host_disk_queue_length:max5m",
+            _with_lun("max_over_time(sanlens_host_disk_queue_length[5m])"),
         ),
         # ONTAP LUN.
         (
@@ -414,9 +437,16 @@ def recording_rules(cfg: MixinConfig = DEFAULT) -> list[dict[str, Any]]:
             f"{_rate('sanlens_ontap_node_domain_busy_seconds_total', busy)}\n"
             f"  / on (cluster, node) group_left () {_rate('sanlens_ontap_node_cpu_elapsed_seconds_total')}",
         ),
+        # ONTAP cpu_busy: the busiest domain (against its limit) or the average, whichever is higher
         (
             "node:sanlens_ontap_node_cpu_busy:ratio_rate5m",
             f"{_rate('sanlens_ontap_node_cpu_busy_seconds_total')}\n"
+            f"  / {_rate('sanlens_ontap_node_cpu_elapsed_seconds_total')}",
+        ),
+        # the average over all processors ("average CPU")
+        (
+            "node:sanlens_ontap_node_average_processor_busy:ratio_rate5m",
+            f"{_rate('sanlens_ontap_node_average_processor_busy_seconds_total')}\n"
             f"  / {_rate('sanlens_ontap_node_cpu_elapsed_seconds_total')}",
         ),
     ]

@@ -89,6 +89,7 @@ def node(**kw: Any) -> NodeStats:
         "n1",
         processors=8,
         cpu_busy_ratio=0.3,
+        average_processor_busy_ratio=0.3,
         domain_busy={"kahuna": 0.1, "wafl_exempt": 0.7, "nwk_exempt": 0.3, "idle": 4.0},
     )
     return replace(base, **kw)

@@ -109,6 +109,7 @@ FAULTS_OFF: dict[str, Any] = {
     "malformed_json_rate": 0.0,
     "partial_aggregation": False,
     "pagination_loop": False,
+    "missing_table": "",
 }
 
 
@@ -402,6 +403,7 @@ _WATCHED = (
     "sanlens_poll_errors_total",
     "sanlens_poll_duration_seconds",
     "sanlens_ontap_partial_aggregation_rows",
+    "sanlens_ontap_counter_table_missing",
     "sanlens_diagnosis_state",
 )
 
@@ -418,6 +420,7 @@ class Page:
     last_success: dict[str, float] = field(default_factory=dict)  # unix time
     errors: dict[tuple[str, str], float] = field(default_factory=dict)  # (target, reason) -> count
     partial_rows: float = 0.0
+    tables_missing: set[str] = field(default_factory=set)  # counter tables the cluster answers 404 for
     diagnosis_states: list[str] = field(default_factory=list)  # samples with state > 0
 
     def errors_of(self, target: str) -> dict[str, float]:
@@ -446,6 +449,8 @@ def parse_page(text: str, at: float, seq: int) -> Page:
             page.errors[(target, labels.get("reason", ""))] = value
         elif name == "sanlens_ontap_partial_aggregation_rows":
             page.partial_rows += value
+        elif name == "sanlens_ontap_counter_table_missing" and value > 0:
+            page.tables_missing.add(labels.get("table", ""))
         elif name == "sanlens_diagnosis_state" and value > 0:
             page.diagnosis_states.append(line)
     return page

@@ -73,9 +73,10 @@ def config(sim: Simulator) -> Config:
 def render() -> str:
     """The exporter's /metrics text after POLLS polls of the simulator, unmasked."""
     clock = Clock(START)
-    # Every `time.time()` the simulator, the sources, the engine and the state read is the clock;
-    # the pollers are not started: each poll is run here, in order, and recorded as a poller would.
-    with mock.patch("time.time", clock):
+    # Every `time.time()` the simulator, the sources, the engine and the state read is the clock, and
+    # so is `time.monotonic()` (the receive clock, sanlens.freshness, runs on it); the pollers are not
+    # started: each poll is run here, in order, and recorded as a poller would.
+    with mock.patch("time.time", clock), mock.patch("time.monotonic", clock):
         sim = Simulator(scenario=SCENARIO, clock=clock).start()
         try:
             exporter = Exporter(config(sim))

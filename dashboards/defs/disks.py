@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from mixin.config import MixinConfig
 
+from sanlens.diagnose.disk_busy_imbalance import PARITY
+
 from ..lib import Json
 from ..lib.dashboard import Layout, TopVar, chained, dashboard
 from ..lib.panels import Column, gauge_cell, instant, panel, table, target
@@ -13,6 +15,7 @@ from ..lib.thresholds import bands, num, pct
 NAME = "disks"
 IMBALANCE = "disk_busy_imbalance"
 KEYS = "cluster, aggregate, disk"
+PARITY_RE = "|".join(sorted(PARITY))
 BY = "by (cluster, aggregate)"
 
 
@@ -20,9 +23,12 @@ def balance(cfg: MixinConfig, lay: Layout, a: str) -> None:
     def th(name: str) -> float:
         return cfg.threshold(IMBALANCE, name)
 
+    # data disks only, as disk_busy_imbalance judges them: parity disks idle under reads and would
+    # read as imbalance in every aggregate
     busy = (
         f"({srate(KEYS, 'sanlens_ontap_disk_busy_seconds_total', a)} / "
-        f"{srate(KEYS, 'sanlens_ontap_disk_elapsed_seconds_total', a)})"
+        f"{srate(KEYS, 'sanlens_ontap_disk_elapsed_seconds_total', a)} "
+        f'and on ({KEYS}) sanlens_ontap_disk_info{{{a}, raid_position!~"{PARITY_RE}"}})'
     )
     lay.add(
         panel(

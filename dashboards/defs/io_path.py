@@ -8,7 +8,22 @@ from mixin.config import MixinConfig
 from ..lib import Json
 from ..lib.dashboard import Layout, TopVar, chained, dashboard
 from ..lib.panels import DASHED, Column, fixed, instant, mapped, panel, series, table, target
-from ..lib.promql import RW, evidence, mbps, per_op, rate, sel, srate, times_configured, top, version_ceiling
+from ..lib.promql import (
+    RW,
+    evidence,
+    host_lun,
+    host_per_op,
+    host_q_eff,
+    host_srate,
+    mbps,
+    per_op,
+    rate,
+    sel,
+    srate,
+    times_configured,
+    top,
+    version_ceiling,
+)
 from ..lib.thresholds import bands, data_latency, kilo, ms, pct, steps
 
 NAME = "io-path"
@@ -22,13 +37,14 @@ SEVERITY = mapped("color-background", ("1", "warning", "orange"), ("2", "critica
 def lun_row(cfg: MixinConfig, lay: Layout) -> None:
     th = cfg.threshold
     m = cfg.latency_min_iops
-    hs = sel("cluster", "host", "lun")
+    hs = sel("cluster", "host", "lun")  # on sanlens_host_disk_info: the LUN identity lives there
+    hc = sel("host")  # on the host-disk counters and gauges: host, disk[, op] only
     os_ = sel("cluster", "lun")
     gap = (
-        f"({per_op('cluster, lun, op', HOST_DISK, hs, min_iops=m)}) - on (cluster, lun, op) "
+        f"({host_per_op('cluster, lun, op', hc, hs, min_iops=m)}) - on (cluster, lun, op) "
         f"({per_op('cluster, lun, op', LUN, os_, RW, min_iops=m)})"
     )
-    q_eff = f"max by (host, disk) ({HOST_DISK}_queue_depth{{{hs}}} * {HOST_DISK}_paths{{{hs}}})"
+    q_eff = f"max by (host, disk) ({host_lun(f'({host_q_eff(hc)})', hs)})"
     disk = "{{host}} disk {{disk}}"
     lay.row("LUN $lun", repeat="lun")
     lay.add(
@@ -39,7 +55,7 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
             f"only where at least {m:g} ops/s ran. Dashed lines: the data-class thresholds of latency_slo "
             f"({ms(th('latency_slo', 'data_warning_seconds'))} warning, "
             f"{ms(th('latency_slo', 'data_critical_seconds'))} critical).",
-            target(per_op("host, disk, op", HOST_DISK, hs, min_iops=m), f"host {disk} {{{{op}}}}"),
+            target(host_per_op("host, disk, op", hc, hs, min_iops=m), f"host {disk} {{{{op}}}}"),
             target(per_op("cluster, op", LUN, os_, RW, min_iops=m), "ONTAP {{op}}"),
             unit="s",
             thresholds=data_latency(cfg),
@@ -94,11 +110,17 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
         panel(
             "timeseries",
             "Host outstanding IO vs Q_eff",
-            "Current Disk Queue Length, Little's law N = IOPS x R, and Q_eff = queue depth x active paths. "
+            "Current Disk Queue Length, Little's law N = IOPS x R, and Q_eff = queue depth x the paths that "
+            "carry I/O (ALUA Active/Optimized where the host reports path states, else the active paths). "
             f"At {pct(th('host_queue_limited', 'queue_fill_ratio'))} of Q_eff (queue_fill_ratio) the host queue "
             "limits throughput (host_queue_limited).",
-            target(f"sum by (host, disk) ({HOST_DISK}_queue_length{{{hs}}})", f"queue length {disk}"),
-            target(srate("host, disk", f"{HOST_DISK}_latency_seconds_total", hs), f"N = IOPS x R {disk}"),
+            target(
+                f"sum by (host, disk) ({host_lun(f'{HOST_DISK}_queue_length{{{hc}}}', hs)})",
+                f"queue length {disk}",
+            ),
+            target(
+                host_srate("host, disk", f"{HOST_DISK}_latency_seconds_total", hc, hs), f"N = IOPS x R {disk}"
+            ),
             target(q_eff, f"Q_eff {disk}"),
             target(times_configured(q_eff, "host_queue_limited", "queue_fill_ratio"), f"fill limit {disk}"),
             unit="short",
@@ -114,7 +136,7 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
             "% idle",
             f"Host disk % idle time. Above {pct(th('san_oversubscription', 'min_idle_ratio'))} (dashed) while "
             "latency is high, the disk is waiting on the path, not busy: the san_oversubscription signature.",
-            target(rate(f"{HOST_DISK}_idle_seconds_total", hs), disk),
+            target(host_lun(rate(f"{HOST_DISK}_idle_seconds_total", hc), hs), disk),
             unit="percentunit",
             thresholds=bands(cfg, "san_oversubscription", "min_idle_ratio"),
             min_=0,
@@ -130,7 +152,7 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
             "Host IOPS and ONTAP LUN IOPS against the LUN's ONTAP-version ceiling "
             f"({kilo(th('lun_iops_ceiling', 'ceiling_pre_9_9_1_iops'))} before 9.9.1, "
             f"{kilo(th('lun_iops_ceiling', 'ceiling_iops'))} from it), as the lun_iops_ceiling diagnosis computes it.",
-            target(srate("host, disk", f"{HOST_DISK}_ops_total", hs), f"host {disk}"),
+            target(host_srate("host, disk", f"{HOST_DISK}_ops_total", hc, hs), f"host {disk}"),
             target(srate("cluster, lun", f"{LUN}_ops_total", os_), "ONTAP LUN"),
             target(version_ceiling("lun_iops_ceiling", sel("cluster")), "LUN ceiling (version)"),
             unit="iops",
@@ -145,7 +167,7 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
             "timeseries",
             "Throughput: host vs ONTAP LUN",
             "Bytes per second, reads and writes together, as the host moves them and as ONTAP serves the LUN.",
-            target(mbps("host, disk", HOST_DISK, hs), f"host {disk}"),
+            target(host_srate("host, disk", f"{HOST_DISK}_bytes_total", hc, hs), f"host {disk}"),
             target(mbps("cluster, lun", LUN, os_), "ONTAP LUN"),
             unit="Bps",
             min_=0,
@@ -183,9 +205,10 @@ def paths_row(cfg: MixinConfig, lay: Layout) -> None:
         12,
         7,
     )
+    hc = sel("host", or_blank=True)
     ratio = (
-        f"min by (host, disk) ({HOST_DISK}_paths{{{hs}}}) / "
-        f"max by (host, disk) ({HOST_DISK}_configured_paths{{{hs}}})"
+        f"min by (host, disk) ({host_lun(f'{HOST_DISK}_paths{{{hc}}}', hs, 'cluster')}) / "
+        f"max by (host, disk) ({HOST_DISK}_configured_paths{{{hc}}})"
     )
     lay.add(
         panel(

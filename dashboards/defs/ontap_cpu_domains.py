@@ -65,14 +65,21 @@ def cpu(cfg: MixinConfig, lay: Layout, n: str) -> None:
         panel(
             "timeseries",
             "Average CPU busy",
-            "Average busy of all processors per node. A serial bottleneck shows a hot Kahuna while this stays low.",
+            "Average busy of all processors per node (average_processor_busy_percent). A serial bottleneck "
+            "shows a hot Kahuna while this stays low. Dashed: ONTAP's cpu_busy, which follows the most "
+            "heavily used domain (or the average, whichever is higher).",
+            target(
+                f"{srate('cluster, node', 'sanlens_ontap_node_average_processor_busy_seconds_total', n)} / {elapsed}",
+                "{{node}}",
+            ),
             target(
                 f"{srate('cluster, node', 'sanlens_ontap_node_cpu_busy_seconds_total', n)} / {elapsed}",
-                "{{node}}",
+                "cpu_busy {{node}}",
             ),
             unit="percentunit",
             min_=0,
             max_=1,
+            overrides=[series("cpu_busy .*", DASHED)],
         ),
         12,
         8,

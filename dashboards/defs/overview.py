@@ -90,7 +90,8 @@ def diagnoses(cfg: MixinConfig, lay: Layout) -> None:
                 "Active diagnoses (worst $topn)",
                 "The worst diagnoses not ok now: severity, subject, how long it has been active "
                 "(from sanlens_diagnosis_since_timestamp_seconds), its score and the incident (root cause) it "
-                "belongs to. The diagnosis id links to its runbook (docs/runbooks/<diagnosis>.md under the hidden "
+                "belongs to, and where a LUN or volume subject is now (node, aggregate). The diagnosis id links "
+                "to its runbook (docs/runbooks/<diagnosis>.md under the hidden "
                 "runbook_base variable); every other cell to the subject's dashboard with its variables set.",
                 Column(with_dashboard(cfg, worst), "Severity", "none", SEVERITY),
                 Column(
@@ -109,7 +110,16 @@ def diagnoses(cfg: MixinConfig, lay: Layout) -> None:
                     "max by (diagnosis, subject, incident, role) (sanlens_diagnosis_incident) "
                     f"and on (diagnosis, subject) {worst}",
                 ),
-                hide=("Time", "Value #D", "role", *HELPERS),
+                # a LUN's or volume's node and aggregate are not part of its finding's identity (a volume
+                # move would restart the alert): they come from the location series, renamed so the merge
+                # joins on diagnosis and subject only
+                Column(
+                    "max by (diagnosis, subject, now_node, now_aggregate) ("
+                    'label_replace(label_replace(sanlens_diagnosis_location_info, "now_node", "$1", "node", "(.*)"), '
+                    '"now_aggregate", "$1", "aggregate", "(.*)")) '
+                    f"and on (diagnosis, subject) {worst}",
+                ),
+                hide=("Time", "Value #D", "Value #E", "role", *HELPERS),
                 overrides=[
                     # kept in the frame (the row's link reads them), not shown
                     *(
@@ -122,6 +132,8 @@ def diagnoses(cfg: MixinConfig, lay: Layout) -> None:
                     rename("diagnosis", "Diagnosis", None, [RUNBOOK_LINK]),
                     rename("subject", "Subject"),
                     rename("incident", "Incident"),
+                    rename("now_node", "Now on node"),
+                    rename("now_aggregate", "Now on aggregate"),
                 ],
                 options={"sortBy": [{"displayName": "Severity", "desc": True}]},
             ),
@@ -168,7 +180,7 @@ def estate(cfg: MixinConfig, lay: Layout) -> None:
     c, h = sel("cluster"), sel("cluster", or_blank=True)
     m = cfg.latency_min_iops
     cpu = (
-        f"avg by (cluster) ({rate('sanlens_ontap_node_cpu_busy_seconds_total', c)} / "
+        f"avg by (cluster) ({rate('sanlens_ontap_node_average_processor_busy_seconds_total', c)} / "
         f"{rate('sanlens_ontap_node_cpu_elapsed_seconds_total', c)})"
     )
     lun_latency = f"max by (cluster) (lun:sanlens_ontap_lun_latency_seconds:mean5m{{{c}}})"
@@ -196,22 +208,23 @@ def estate(cfg: MixinConfig, lay: Layout) -> None:
                 "deepest queue and active diagnoses. A row opens the host's I/O path.",
                 Column(worst_host, "Worst disk latency", "s"),
                 Column(
-                    f"sum by (host) ({rate('sanlens_host_disk_ops_total', h)}) and on (host) {worst_host}",
+                    f"sum by (host) (host_disk:sanlens_host_disk_ops:rate5m{{{h}}}) and on (host) {worst_host}",
                     "Disk IOPS",
                     "iops",
                 ),
                 Column(
-                    f"sum by (host) ({mbps('host', 'sanlens_host_disk', h)}) and on (host) {worst_host}",
+                    f"sum by (host) (host_disk:sanlens_host_disk_bytes:rate5m{{{h}}}) and on (host) {worst_host}",
                     "Throughput",
                     "Bps",
                 ),
                 Column(
-                    f"min by (host) ({rate('sanlens_host_disk_idle_seconds_total', h)}) and on (host) {worst_host}",
+                    f"min by (host) (host_disk:sanlens_host_disk_idle:ratio_rate5m{{{h}}}) and on (host) {worst_host}",
                     "Lowest % idle",
                     "percentunit",
                 ),
                 Column(
-                    f"max by (host) (sanlens_host_disk_queue_length{{{h}}}) and on (host) {worst_host}",
+                    f"max by (host) (host_disk:sanlens_host_disk_queue_length:max5m{{{h}}}) "
+                    f"and on (host) {worst_host}",
                     "Max queue length",
                     "short",
                 ),

@@ -38,6 +38,40 @@ def mbps(by: str, prefix: str, matchers: str) -> str:
     return srate(by, prefix + "_bytes_total", matchers)
 
 
+HOST_DISK_INFO = "sanlens_host_disk_info"
+HOST_LUN = "cluster, svm, volume, lun"
+
+
+def host_lun(expr: str, info_matchers: str, labels: str = HOST_LUN) -> str:
+    """A host-disk expression (labels ``host, disk[, op]``; parenthesise a compound one) for the disks
+    whose LUN matches ``info_matchers``, with the LUN's ``labels`` joined from sanlens_host_disk_info:
+    the counters carry no LUN identity, so a mapping change never breaks their rate(). The info side
+    comes first (group_right), so a rate stays last, where the min-ops guard can be seen."""
+    return (
+        f"group by (host, disk, {labels}) ({HOST_DISK_INFO}{{{info_matchers}}}) "
+        f"* on (host, disk) group_right ({labels}) {expr}"
+    )
+
+
+def host_srate(by: str, metric: str, matchers: str, info_matchers: str) -> str:
+    """sum by (...) of a host-disk counter's rate, over the disks whose LUN matches ``info_matchers``."""
+    return f"sum by ({by}) ({host_lun(rate(metric, matchers), info_matchers)})"
+
+
+def host_per_op(by: str, matchers: str, info_matchers: str, *, min_iops: float) -> str:
+    """Host-disk latency per op (Σ latency / Σ ops) by LUN labels too, only where ``min_iops`` ops ran."""
+    lat = host_srate(by, "sanlens_host_disk_latency_seconds_total", matchers, info_matchers)
+    ops = host_srate(by, "sanlens_host_disk_ops_total", matchers, info_matchers)
+    return f"{lat} / ({ops} >= {min_iops:g})"
+
+
+def host_q_eff(matchers: str) -> str:
+    """Q_eff per host disk: queue depth x the paths that carry I/O (ALUA Active/Optimized where the host
+    reports path states, else the active paths)."""
+    paths = f"(sanlens_host_disk_optimized_paths{{{matchers}}} or sanlens_host_disk_paths{{{matchers}}})"
+    return f"sanlens_host_disk_queue_depth{{{matchers}}} * {paths}"
+
+
 def top(expr: str) -> str:
     """At most the worst ``$topn`` series of ``expr``: a panel over many subjects stays readable."""
     return f"topk($topn, {expr})"

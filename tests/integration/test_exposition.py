@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import gzip
 import math
+import time
+import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import OntapTarget
 from sanlens.exposition import Exposition
+from sanlens.freshness import stale_after
 from sanlens.join import LunDirectory
 from sanlens.model import Metric, MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
+from sanlens.server import ExporterServer
 from sanlens.sim.server import Simulator
 from sanlens.state import State
 
@@ -89,3 +93,52 @@ def test_label_values_are_escaped_and_special_floats_rendered() -> None:
     assert s.value == float("inf")
     g = fams["sanlens_test_gauge"].samples[0]
     assert g.value != g.value  # NaN
+
+
+def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
+
+
+def test_a_target_that_keeps_failing_loses_its_data_series_and_keeps_its_health_over_http() -> None:
+    """After the staleness bound (the engine's too) a failing target shows no data, only its health:
+    a dashboard shows a gap, not the last traffic held flat for hours."""
+    now = [1_700_000_000.0]
+    state = State(clock=lambda: now[0])
+    state.register("c1", "ontap", 60.0)
+    b = MetricBuilder()
+    b.add("sanlens_ontap_lun_ops_total", "counter", "Ops.", {"cluster": "c1", "op": "read"}, 5.0)
+    state.record_success(Snapshot("c1", "ontap", now[0], b.build()), 0.1)
+    polled_at = now[0]
+    data = ("sanlens_ontap_lun_ops_total", (("cluster", "c1"), ("op", "read")))
+    srv = ExporterServer(state, "127.0.0.1:0")
+    srv.start()
+    try:
+        assert _scrape(srv.port)[data] == 5.0
+        bound = stale_after(60.0)
+        now[0] += bound - 1.0
+        state.record_failure("c1", "ontap", "connection", "refused", 0.1)
+        time.sleep(1.2)  # two passes of the renderer: nothing is old enough yet
+        assert _scrape(srv.port)[data] == 5.0
+        now[0] += 2.0  # past the bound, with no other change: the renderer's own pass withdraws it
+        deadline = time.monotonic() + 5.0
+        while data in (page := _scrape(srv.port)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert data not in page
+        t = (("kind", "ontap"), ("target", "c1"))
+        assert page[("sanlens_target_up", t)] == 0.0
+        assert page[("sanlens_poll_errors_total", (*t[:1], ("reason", "connection"), t[1]))] == 1.0
+        assert page[("sanlens_last_poll_timestamp_seconds", t)] == polled_at
+        # the next success brings the data back
+        state.record_success(Snapshot("c1", "ontap", now[0], b.build()), 0.1)
+        deadline = time.monotonic() + 5.0
+        while data not in (page := _scrape(srv.port)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert page[data] == 5.0
+    finally:
+        srv.stop()

@@ -455,6 +455,31 @@ def test_partial_aggregation_keeps_the_target_up_and_shows_the_rows(env: Env, he
     env.assert_clean()
 
 
+def test_a_missing_counter_table_costs_only_that_table(env: Env, healthy_sims: Sims) -> None:
+    """One table answering ONTAP's 404 "Table is not found": the cluster stays up and polls on."""
+    before = env.watcher.next_page()
+    assert not before.tables_missing
+    healthy_sims.ontap.set_faults(missing_table="fcp")
+
+    def missing() -> Page | None:
+        page = env.watcher.next_page()
+        assert page.up.get(ONTAP) == 1, "a missing counter table took the cluster down"
+        return page if page.tables_missing else None
+
+    page = wait_for(missing, 10 * POLL_S, "sanlens_ontap_counter_table_missing", interval=0)
+    assert page.tables_missing == {"fcp"}
+    _polls_after(env, 2)
+    healthy_sims.ontap.set_faults(missing_table="")
+
+    def back() -> Page | None:
+        page = env.watcher.next_page()
+        return page if not page.tables_missing else None
+
+    page = wait_for(back, 10 * POLL_S, "the table back", interval=0)
+    assert page.errors == before.errors, "a missing counter table made polls fail"
+    env.assert_clean()
+
+
 def test_simulator_killed_and_restarted_on_the_same_port(env: Env, healthy_sims: Sims) -> None:
     ontap, host = healthy_sims.ontap, healthy_sims.host
     fault_test(

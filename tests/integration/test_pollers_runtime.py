@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -197,3 +199,32 @@ def test_reload_keeps_unchanged_targets_starts_new_ones_and_forgets_removed_ones
         exp.reload(bad)
     assert exp.pollers == before and all(p.is_alive() for p in before)
     assert "h-new" not in exp.state.view()[1]
+
+
+def diagnoses(port: int) -> list[dict[str, Any]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/diagnoses", timeout=5) as r:
+        body: list[dict[str, Any]] = json.loads(r.read())
+    return body
+
+
+def test_reload_drops_a_removed_targets_findings_at_once(exporters: list[Exporter]) -> None:
+    """A host taken out of the config takes its findings with it at the reload, as its series go,
+    not when its view would have gone stale minutes later."""
+    sim = Simulator(scenario="san-oversubscription", port=0).start()
+    try:
+        cluster = OntapTarget(name=sim.cluster_name, url=sim.url, poll_interval=Duration(1))
+        fast = DiagnoseConfig(sustain_scale=0.0)
+        exp = start(
+            exporters, Config(listen="127.0.0.1:0", ontap=[cluster], hosts=[host(sim, 0)], diagnose=fast)
+        )
+        h0 = sim.hosts[0]
+        wait_for(lambda: any(f["subject"].get("host") == h0 for f in diagnoses(exp.port)), 20.0, "a finding")
+        exp.reload(Config(listen="127.0.0.1:0", ontap=[cluster], diagnose=fast))
+        assert not any(f["subject"].get("host") == h0 for f in diagnoses(exp.port))
+        wait_for(
+            lambda: sample(scrape(exp.port), "sanlens_diagnosis_state", host=h0) is None,
+            2.0,
+            "its series gone",
+        )
+    finally:
+        sim.stop()

@@ -172,7 +172,8 @@ def test_unknown_table_is_404_with_ontap_error_body(sim: Simulator) -> None:
     r = get(sim, "/api/cluster/counter/tables/nope")
     assert r.status_code == 404
     body = r.json()
-    assert set(body["error"]) == {"message", "code"} and body["error"]["code"] == "4"
+    # ONTAP's "Table is not found" (code 8585320, as NetApp Harvest's pkg/errs/ontap.go names it)
+    assert set(body["error"]) == {"message", "code"} and body["error"]["code"] == "8585320"
 
 
 # ------------------------------------------------------------------ pagination and filters

@@ -167,7 +167,9 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
     assert out["diagnoses"][0]["id"] == "cpu_domain_serial_bottleneck"
     assert len(seen) == 4 and all(s.kind == "ontap" for s in seen)
     node = seen[1].view.nodes[0]
-    assert node.domain_busy["kahuna"] == pytest.approx(0.90) and node.cpu_busy_ratio == pytest.approx(0.31)
+    assert node.domain_busy["kahuna"] == pytest.approx(
+        0.90
+    ) and node.average_processor_busy_ratio == pytest.approx(0.31)
     assert node.processors == 4
     # 4 samples 1 s apart: the CPU-domain windows shrink to half of the 3 s span (never below 1 s)
     th = cfgs[0].thresholds["cpu_domain_serial_bottleneck"]

@@ -180,6 +180,7 @@ class Builder:
         queue: float,
         paths: int = 2,
         ops_scale: float = 1.0,
+        optimized_paths: int | None = None,
     ) -> HostDisk:
         """A host disk backed by ``lun``: same ops (x ``ops_scale``), host-side latency."""
         n = len(host.disks)
@@ -195,6 +196,7 @@ class Builder:
             idle,
             queue,
             paths=paths,
+            optimized_paths=optimized_paths,
             read_io_bytes=lun.io.read_bytes / lun.io.read_ops if lun.io.read_ops else 8192.0,
             write_io_bytes=lun.io.write_bytes / lun.io.write_ops if lun.io.write_ops else 8192.0,
             lun_key=lun.key,

@@ -92,7 +92,9 @@ def volume_rates(io: IoRates) -> dict[str, float]:
 def node_rates(n: Node) -> dict[str, float]:
     busy = n.busy_pct_cores
     out = {
-        "cpu_busy": n.cpu_busy * US,
+        # cpu_busy follows the most heavily used domain (ONTAP's counter description);
+        # average_processor_busy_percent is the mean over all processors
+        "cpu_busy": n.ontap_cpu_busy * US,
         "average_processor_busy_percent": n.cpu_busy * US,
         "total_processor_busy": busy / 100.0 * US,
         "total_processor_busy_time": busy / 100.0 * US,
@@ -123,21 +125,35 @@ def node_rates(n: Node) -> dict[str, float]:
     return out
 
 
+# Share of a data disk's transfers that are reads (and busy time spent on them).
+DISK_READ_SHARE = 0.6
+PARITY_POSITIONS = frozenset({"parity", "dparity", "tparity"})
+
+
 def disk_rates(d: Disk) -> dict[str, float]:
-    t = d.transfers
+    """A disk's counters. A parity disk (RAID 4, RAID-DP, RAID-TEC keep parity on dedicated disks)
+    is written with every stripe a data disk takes but read only to rebuild: it serves the writes
+    and none of the reads, so under a read-heavy load it idles."""
+    parity = d.position in PARITY_POSITIONS
+    read_share = 0.0 if parity else DISK_READ_SHARE
+    keep = (1.0 - DISK_READ_SHARE) if parity else 1.0  # the write part of a data disk's work
+    busy = d.busy * keep
+    t = d.transfers * keep
+    w = (1.0 - DISK_READ_SHARE) * d.transfers  # every disk of the stripe takes the same writes
+    r = read_share * t
     return {
-        "disk_busy_percent": d.busy * US,
+        "disk_busy_percent": busy * US,
         "base_for_disk_busy": US,
-        "io_pending": d.busy * 2.0 * US,
-        "io_queued": d.busy * 0.5 * US,
+        "io_pending": busy * 2.0 * US,
+        "io_queued": busy * 0.5 * US,
         "total_transfer_count": t,
         "total_data": t * 32768.0,
-        "user_read_count": 0.6 * t,
-        "user_write_count": 0.4 * t,
-        "user_read_block_count": 0.6 * t * 2,
-        "user_write_block_count": 0.4 * t * 16,
-        "user_read_latency": 0.6 * t * 2 * (300.0 if d.type == "ssd" else 4000.0),
-        "user_write_latency": 0.4 * t * 16 * (50.0 if d.type == "ssd" else 900.0),
+        "user_read_count": r,
+        "user_write_count": w,
+        "user_read_block_count": r * 2,
+        "user_write_block_count": w * 16,
+        "user_read_latency": r * 2 * (300.0 if d.type == "ssd" else 4000.0),
+        "user_write_latency": w * 16 * (50.0 if d.type == "ssd" else 900.0),
         "cp_read_count": 0.05 * t,
         "cp_read_blocks": 0.05 * t * 8,
         "cp_read_latency": 0.05 * t * 8 * (200.0 if d.type == "ssd" else 2500.0),

@@ -1,7 +1,7 @@
 """HTTP request handling of the simulator: ONTAP REST routes, windows_exporter pages, control and faults.
 
 Faults (latency, 5xx, 401, resets, malformed JSON, pagination loops, partial
-aggregation) apply to the data endpoints, never to the ``/-/`` control ones.
+aggregation, a missing counter table) apply to the data endpoints, never to the ``/-/`` control ones.
 """
 
 from __future__ import annotations
@@ -178,15 +178,26 @@ class Handler(BaseHTTPRequestHandler):
     # -- windows
     def _windows(self, path: str) -> None:
         parts = path.split("/")
-        if len(parts) != 4 or parts[3] != "metrics":
-            raise ApiError(404, f"no such windows endpoint {path}; use /windows/<host>/metrics", "3")
+        if len(parts) != 4 or parts[3] not in ("metrics", "winrm"):
+            raise ApiError(
+                404,
+                f"no such windows endpoint {path}; use /windows/<host>/metrics or /windows/<host>/winrm",
+                "3",
+            )
+        skew = self.sim.faults.faults.host_clock_offset_s  # the host's clock, not the counters' time
         with self.sim.estate.lock:
             t = self.sim.estate.clock()
             world = self.sim.estate.world(t)
             host = next((h for h in world.hosts if h.name == parts[2]), None)
             if host is None:
                 raise ApiError(404, f"unknown host {parts[2]!r}; hosts: {[h.name for h in world.hosts]}", "3")
-            text = windows_api.render(self.sim.estate, host, t)
+            if parts[3] == "winrm":  # the JSON the WinRM source's PowerShell prints
+                doc = windows_api.winrm_document(self.sim.estate, host, t, skew)
+            else:
+                text = windows_api.render(self.sim.estate, host, t, skew)
+        if parts[3] == "winrm":
+            self._json(200, doc)
+            return
         self._send(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     # -- ONTAP
@@ -258,8 +269,9 @@ class Handler(BaseHTTPRequestHandler):
         malformed: bool,
     ) -> None:
         rest = path[len(TABLES_PREFIX) :].strip("/")
+        missing = self.sim.faults.faults.missing_table
         if not rest:
-            recs = ontap_tables.table_list(w)
+            recs = ontap_tables.table_list(w, missing)
             self._json(
                 200,
                 {"records": recs, "num_records": len(recs), "_links": {"self": {"href": raw_path}}},
@@ -268,12 +280,12 @@ class Handler(BaseHTTPRequestHandler):
             return
         name, _, sub = rest.partition("/rows")
         if not sub and "/rows" not in rest:
-            self._json(200, ontap_tables.schema(w, name), malformed)
+            self._json(200, ontap_tables.schema(w, name, missing), malformed)
             return
         if sub:
             raise ApiError(404, "single-row lookups are not simulated; list /rows", "4")
         table = ontap_tables.TABLES.get(name)
-        ontap_tables.schema(w, name)  # 404 for an unknown table or an old ONTAP
+        ontap_tables.schema(w, name, missing)  # 404 for an unknown or missing table, or an old ONTAP
         assert table is not None
         objs = table.objects(w)
         ids = [table.row_id(w, o) for o in objs]
@@ -286,6 +298,7 @@ class Handler(BaseHTTPRequestHandler):
             with_properties=every or any(p[0] == "properties" for p in fields or []),
             with_counters=every or bool(names) or any(p[0] == "counters" for p in fields or []),
             incomplete=(lambda i: True) if share >= 1 else (lambda i: self.sim.faults.roll(share)),
+            missing_table=missing,
         )
 
         def build(page: list[Any]) -> list[Json]:

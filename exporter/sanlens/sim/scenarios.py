@@ -352,6 +352,40 @@ def path_faults(k: Knobs, phase: int) -> Builder:
     return b
 
 
+# ------------------------------------------------------------------ deep-queue
+# Outstanding reads per disk (Little's law N = X x R): 1,600/s x 10 ms, 3,200/s x 20 ms, 5,000/s x 40 ms.
+DEEP_QUEUE_READS: tuple[tuple[float, float], ...] = ((1600.0, 10.0), (3200.0, 20.0), (5000.0, 40.0))
+DEEP_QUEUE_WRITE_SHARE = 0.2
+DEEP_QUEUE_WRITE_MS = 2.0
+
+
+def deep_queue(k: Knobs, phase: int) -> Builder:
+    """Host disks 16, 64 and 200 reads deep on ALUA LUNs (2 Active/Optimized + 2 Active/Unoptimized).
+
+    The 32-bit Avg. Disk sec/Read numerator grows N seconds per second: it wraps every 26.8 s,
+    6.7 s and 2.1 s, so only the 64-bit % Disk Read Time integral gives the latency. The array
+    is as slow as the host sees it (host - ONTAP = 0.5 ms), so the latency is the array's.
+    """
+    b = _builder(k, MODERN)
+    n1, n2 = b.node(), b.node()
+    a = b.aggregate(n1, [(24, 0.45)])
+    h = b.host("sql01")
+    for i, (reads, read_ms) in enumerate(DEEP_QUEUE_READS):
+        ops = reads / (1.0 - DEEP_QUEUE_WRITE_SHARE)
+        v = b.volume(
+            a,
+            f"deep{i + 1}",
+            ops,
+            read_share=1.0 - DEEP_QUEUE_WRITE_SHARE,
+            lat_ms=(read_ms - 0.5, DEEP_QUEUE_WRITE_MS - 0.5),
+            luns=1,
+        )
+        n = reads * read_ms / 1000.0
+        b.host_disk(h, b.luns_of(v)[0], (read_ms, DEEP_QUEUE_WRITE_MS), 0.0, n, paths=4, optimized_paths=2)
+    _balanced(b, n2, "n02a")
+    return b
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -409,6 +443,13 @@ SCENARIOS: dict[str, Scenario] = {
             "a failed disk and an aggregate degraded without a spare",
             ("host_path_loss", "lun_not_online", "fc_port_down", "disk_failed", "aggregate_degraded"),
             path_faults,
+        ),
+        Scenario(
+            "deep-queue",
+            "host disks 16, 64 and 200 reads deep (10, 20, 40 ms) on ALUA LUNs: 2 optimized + 2 "
+            "non-optimized paths each",
+            ("latency_slo",),
+            deep_queue,
         ),
     )
 }

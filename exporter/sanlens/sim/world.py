@@ -36,6 +36,10 @@ DOMAINS = (
     "ssan_exempt",
 )
 
+# Domains whose work runs on one core at a time: their limit is one core, not the node
+# (Kahuna/Waffinity serial work and the classic single-threaded domains).
+SERIAL_DOMAINS = frozenset({"kahuna", "kahuna_legacy", "storage", "raid", "target", "cifs", "nwk_legacy"})
+
 # Busy percent of one core per domain (idle is derived: cpus*100 - sum).
 HEALTHY_DOMAINS = {
     "kahuna": 12.0,
@@ -99,6 +103,17 @@ class Node:
     def cpu_busy(self) -> float:
         """Average CPU busy, 0..1."""
         return min(1.0, self.busy_pct_cores / (100.0 * self.cpus))
+
+    @property
+    def busiest_serial_domain(self) -> float:
+        """The busiest single-threaded domain, 0..1 of the one core it can use."""
+        return max((v for k, v in self.domains.items() if k in SERIAL_DOMAINS), default=0.0) / 100.0
+
+    @property
+    def ontap_cpu_busy(self) -> float:
+        """ONTAP's ``cpu_busy``, 0..1: the node is as busy as its most heavily used domain or its
+        average, whichever is higher (a serial domain maxes out on one core, the rest on all of them)."""
+        return min(1.0, max(self.cpu_busy, self.busiest_serial_domain))
 
 
 @dataclass
@@ -233,6 +248,9 @@ class HostDisk:
     idle: float
     queue: float
     paths: int = 2
+    # ALUA: paths in the Active/Optimized state (the rest Active/Unoptimized); None: the host
+    # reports only a path count, as MPIO_DISK_INFO.NumberPaths does
+    optimized_paths: int | None = None
     read_io_bytes: float = 65536.0
     write_io_bytes: float = 65536.0
     size_bytes: float = 500 * 2**30
