@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from pydantic import ValidationError
 
 from sanlens import config as cfgmod
+from sanlens import config_load
 from sanlens.config import check_config, listen_problem, load_config, load_config_text, url_problem
 from sanlens.errors import ConfigError, ConfigErrors
 
@@ -171,6 +173,17 @@ def test_check_config_adds_the_registry_and_the_files_with_their_lines(tmp_path:
     assert [p.line for p in ei.value.problems] == [4, 11, 11]
 
 
+def test_check_config_checks_the_thresholds_of_a_diagnose_section_with_other_problems(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("diagnose:\n  history: 5\n  thresholds:\n    lun_iops_ceiling: {warning_fraction: 5}\n")
+    with pytest.raises(ConfigErrors) as ei:
+        check_config(f)
+    assert [(p.line, p.path) for p in ei.value.problems][:2] == [
+        (2, "diagnose.history"),
+        (4, "diagnose.thresholds.lun_iops_ceiling.warning_fraction"),
+    ]
+
+
 # ------------------------------------------------------------------ passwords
 @pytest.mark.parametrize("password", ["pässwörd", "пароль€", "密码🔑"])
 def test_any_password_is_accepted_and_sent_as_rfc7617_basic_auth(
@@ -251,6 +264,18 @@ def test_no_message_shows_a_value_that_may_be_a_secret(text: str) -> None:
     assert "s3cr3t" not in str(ei.value) and "424242" not in str(ei.value)
 
 
+def test_a_config_built_in_code_never_shows_a_secret_either() -> None:
+    """The model's own ValidationError (objects built in code) hides inputs too, rules' included."""
+    with pytest.raises(ValidationError) as ei:
+        cfgmod.AuthConfig(username="u", password="s3cr3t", password_env="X")
+    assert "s3cr3t" not in str(ei.value) and "password" in str(ei.value)
+    with pytest.raises(ValidationError) as ei:
+        cfgmod.Config.model_validate(
+            {"ontap": [{"name": "c", "url": "https://u:s3cr3t@c:0", "auth": {"password": 424242}}]}
+        )
+    assert "s3cr3t" not in str(ei.value) and "424242" not in str(ei.value)
+
+
 # ------------------------------------------------------------------ files the loader cannot read
 @pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"])
 def test_config_files_with_a_byte_order_mark_are_read(tmp_path: Path, codec: str) -> None:
@@ -310,7 +335,7 @@ def test_deep_nesting_reads_the_same_whichever_library_refuses_it_first(
     monkeypatch: pytest.MonkeyPatch, depth: int
 ) -> None:
     """sanlens's limit is named even when the YAML library stops the document first."""
-    monkeypatch.setattr(cfgmod, "_SafeLoader", _ShallowLibrary)
+    monkeypatch.setattr(config_load, "_SafeLoader", _ShallowLibrary)
     text = "a: " + "[" * depth + "]" * depth + "\n"
     with pytest.raises(ConfigError, match="nested more than 32 levels deep") as ei:
         load_config_text(text, "c.yaml")
@@ -322,7 +347,7 @@ def test_a_library_refusal_under_sanlens_limits_keeps_the_library_account(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Nesting of 10 is within sanlens's 32 levels, so the library's own refusal is what the user reads."""
-    monkeypatch.setattr(cfgmod, "_SafeLoader", _ShallowLibrary)
+    monkeypatch.setattr(config_load, "_SafeLoader", _ShallowLibrary)
     with pytest.raises(ConfigError, match="too deep for this library") as ei:
         load_config_text("a: " + "[" * 10 + "]" * 10 + "\n", "c.yaml")
     assert "nested more than" not in str(ei.value)

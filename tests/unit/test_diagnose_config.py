@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from tests.builders import engine
 
 from sanlens.cli import main
@@ -117,9 +118,18 @@ def test_bad_thresholds_name_their_key_path(thresholds: dict, path: str, words: 
 
 
 def test_check_lists_every_problem_and_accepts_good_config() -> None:
-    bad = DiagnoseConfig(sustain_scale=-1, history=1, backend_iops_capacity=0, thresholds={"x": {}})
+    # the section's own ranges are the model's: refused, all at once, where the object is made
+    with pytest.raises(ValidationError) as ei:
+        DiagnoseConfig(sustain_scale=-1, history=1, backend_iops_capacity=0)
+    assert [e["loc"] for e in ei.value.errors()] == [
+        ("sustain_scale",),
+        ("history",),
+        ("backend_iops_capacity",),
+    ]
+    # the thresholds are the registry's
+    bad = DiagnoseConfig(thresholds={"x": {}, "latency_slo": {"nope": 1.0, "min_iops": -1.0}})
     problems = check(bad)
-    assert len(problems) == 4 and any(p.startswith("diagnose.history") for p in problems)
+    assert len(problems) == 3 and any(p.startswith("diagnose.thresholds.latency_slo.nope") for p in problems)
     good = Config(diagnose=DiagnoseConfig(thresholds={"latency_slo": {"log_warning_seconds": 0.001}}))
     assert check(good) == []
     validate_config(good)
