@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes docs/metrics.md, the reference of every metric family sanlens exposes.
+"""Writes docs/metrics.md, the reference of every metric family sanlens exposes, and the key reference of docs/configuration.md.
 
 Two sources, so the page cannot drift from the exporter:
 
@@ -13,10 +13,14 @@ Two sources, so the page cannot drift from the exporter:
   type and labels, and every family documented here is on the page or is declared
   ``conditional`` (and named in the exporter's code).
 
+The key reference of docs/configuration.md (the block between its ``generated:config-keys``
+markers; the rest of that page is written by hand) comes from the config model, the
+pydantic models of ``exporter/sanlens/config.py``: see ``docs/config_reference.py``.
+
 The output is committed; ``--check`` (run by the tests) fails when it is stale.
 
-    .venv/bin/python docs/build.py            # rewrite docs/metrics.md
-    .venv/bin/python docs/build.py --check    # exit 1 if the committed file differs
+    .venv/bin/python docs/build.py            # rewrite docs/metrics.md and the reference of docs/configuration.md
+    .venv/bin/python docs/build.py --check    # exit 1 if a committed file differs
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ sys.path.insert(0, str(ROOT / "exporter"))
 
 sys.path.insert(0, str(HERE))
 
+import config_reference  # noqa: E402
 from families import (  # noqa: E402
     CATALOGUE_NOTES,
     DIAGNOSES,
@@ -49,6 +54,7 @@ from sanlens.ontap.catalogue import TableDef, catalogue  # noqa: E402
 __all__ = ["CATALOGUE_NOTES", "FAMILIES", "TABLE_ORDER", "Family", "main", "render"]
 
 OUT = HERE / "metrics.md"
+CONFIG_PAGE = HERE / "configuration.md"
 
 
 PROLOGUE = """\
@@ -78,7 +84,8 @@ HOST_DISKS = """\
 ## Host disks
 
 Counters and gauges carry `host, disk[, op]` only: the config host name and the PhysicalDisk
-number. The ONTAP LUN a disk maps to is on `sanlens_host_disk_info` alone, joined in PromQL
+number (Windows) or the multipath map's name (Linux, `mpatha`; a whole disk outside any map by
+its kernel name). The ONTAP LUN a disk maps to is on `sanlens_host_disk_info` alone, joined in PromQL
 (`… * on (host, disk) group_left (cluster, svm, volume, lun) sanlens_host_disk_info`), as
 node_exporter and Harvest do: a LUN that moves, an inventory that fails or a restart changes
 the info series, never a counter's identity, so `rate()` holds across it. The recording
@@ -88,7 +95,9 @@ Windows counters are unwrapped to monotonic 64-bit values before exposure (32-bi
 are taken modulo 2^32; after a reboot a counter continues from its last exposed value). A
 host whose counters restarted (a 64-bit counter falling back, or any counter growing faster
 than a disk can count) gives no rates for that interval, and its exposed counters hold still
-over the restart. The sources are described in [Windows hosts](hosts-windows.md).
+over the restart. Linux diskstats times are 32-bit millisecond counts (unwrapped the same way,
+modulo 2^32 ms); counts and bytes are 64-bit. The sources are described in
+[Windows hosts](hosts-windows.md) and [Linux hosts](hosts-linux.md).
 """.splitlines()
 
 HOST_COUNTERS = """\
@@ -179,6 +188,26 @@ def metric_unit(name: str) -> str:
 
 def _scale(factor: float) -> str:
     return "1" if factor == 1 else f"{factor:g}"
+
+
+def linux_counters() -> list[str]:
+    """The node_exporter families a Linux host is read from, from the host counter catalogue."""
+    from sanlens.hosts.catalogue import NODE_EXPORTER
+
+    out = [
+        "### Linux counters behind the families",
+        "",
+        "From node_exporter's `diskstats` collector (`/proc/diskstats`; label `device`), as listed in the",
+        "host counter catalogue (`exporter/sanlens/hosts/catalogue.py`). The kernel prints every time as",
+        "a 32-bit count of milliseconds (`%u`), counts and sectors as `unsigned long`.",
+        "",
+        "| node_exporter family | feeds | width | unit | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for c in NODE_EXPORTER.counters:
+        width = f"{c.width}-bit" if c.width else "gauge"
+        out.append(f"| `{c.name}` | `{c.feeds}` | {width} | {c.unit} | {_cell(c.doc)} |")
+    return out
 
 
 def family_table(families: Sequence[Family]) -> list[str]:
@@ -343,7 +372,7 @@ def render() -> str:
         "",
         "One set per configured target (`kind` is `ontap`, `windows_exporter`,",
     ]
-    lines += ["`winrm` or `perfmon`).", ""]
+    lines += ["`winrm`, `perfmon` or `node_exporter`).", ""]
     lines += [*family_table(SELF), ""]
     lines += [
         "## ONTAP inventory",
@@ -362,6 +391,8 @@ def render() -> str:
         *family_table(HOSTS),
         "",
         *HOST_COUNTERS,
+        "",
+        *linux_counters(),
         "",
     ]
     lines += [
@@ -385,16 +416,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="fail if the committed file differs from the build")
     ap.add_argument("-o", "--output", type=Path, default=OUT, help=f"output file (default: {OUT.name})")
     args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        old = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if old != text:
-            print(f"{args.output} is stale: run .venv/bin/python docs/build.py", file=sys.stderr)
-            return 1
-        return 0
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
-    return 0
+    config_page = CONFIG_PAGE.read_text(encoding="utf-8")
+    pages = {args.output: render(), CONFIG_PAGE: config_reference.splice(config_page)}
+    stale = 0
+    for path, text in pages.items():
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        if args.check:
+            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            if old != text:
+                print(f"{shown} is stale: run .venv/bin/python docs/build.py", file=sys.stderr)
+                stale += 1
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {shown}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

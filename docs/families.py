@@ -244,8 +244,9 @@ HOSTS = (
         "counter",
         (*HOST, "op"),
         "count",
-        "PhysicalDisk Disk Reads/sec, Disk Writes/sec (uint32 PERF_COUNTER_COUNTER: counted mod 2^32)",
-        "operations completed; `op` is `read` or `write`",
+        "PhysicalDisk Disk Reads/sec, Disk Writes/sec (uint32 PERF_COUNTER_COUNTER: counted mod 2^32); "
+        "Linux `node_disk_reads_completed_total`, `writes_`, `discards_`, `flush_requests_total` (64-bit)",
+        "operations completed; `op` is `read` or `write` (and `discard`, `flush` on Linux)",
     ),
     Family(
         "sanlens_host_disk_latency_seconds_total",
@@ -253,7 +254,8 @@ HOSTS = (
         (*HOST, "op"),
         "seconds",
         "PhysicalDisk % Disk Read/Write Time (uint64 PERF_PRECISION_100NS_TIMER, x 1e-7); else the "
-        "Avg. Disk sec/Read, sec/Write numerator (uint32 PERF_AVERAGE_TIMER, mod 2^32)",
+        "Avg. Disk sec/Read, sec/Write numerator (uint32 PERF_AVERAGE_TIMER, mod 2^32); Linux "
+        "`node_disk_read_time_seconds_total` etc. (32-bit ms, mod 2^32 ms)",
         "Σ latency = the queue-length integral (Little's law); `rate(latency) / rate(ops)` = Avg. Disk sec/op",
     ),
     Family(
@@ -261,7 +263,8 @@ HOSTS = (
         "counter",
         (*HOST, "op"),
         "bytes",
-        "PhysicalDisk Disk Read/Write Bytes/sec (uint64 PERF_COUNTER_BULK_COUNT)",
+        "PhysicalDisk Disk Read/Write Bytes/sec (uint64 PERF_COUNTER_BULK_COUNT); Linux "
+        "`node_disk_read_bytes_total`, `written_bytes_total`",
         "bytes transferred",
     ),
     Family(
@@ -271,6 +274,7 @@ HOSTS = (
         "seconds",
         "PhysicalDisk % Idle Time (uint64 PERF_PRECISION_100NS_TIMER, x 1e-7)",
         "`rate()` = idle ratio 0..1 (% Idle Time / 100)",
+        "Windows hosts; Linux counts busy time instead",
     ),
     Family(
         "sanlens_host_disk_split_ios_total",
@@ -279,13 +283,14 @@ HOSTS = (
         "count",
         "PhysicalDisk Split IO/Sec (uint32 PERF_COUNTER_COUNTER)",
         "split I/Os",
+        "Windows hosts",
     ),
     Family(
         "sanlens_host_disk_queue_length",
         "gauge",
         HOST,
         "count",
-        "PhysicalDisk Current Disk Queue Length (uint32 PERF_COUNTER_RAWCOUNT)",
+        "PhysicalDisk Current Disk Queue Length (uint32 PERF_COUNTER_RAWCOUNT); Linux `node_disk_io_now`",
         "requests outstanding at poll time",
     ),
     Family(
@@ -293,15 +298,16 @@ HOSTS = (
         "gauge",
         HOST,
         "count",
-        "config `queue_depth`",
-        "configured per-LUN HBA queue depth",
+        "config `queue_depth` (disk entry, else the Linux textfile `sanlens_linux_disk_queue_depth`, else host)",
+        "per-LUN HBA queue depth",
     ),
     Family(
         "sanlens_host_disk_paths",
         "gauge",
         HOST,
         "count",
-        "MPIO (textfile script, WinRM), else config `paths`",
+        "MPIO (textfile script, WinRM), dm-multipath (node_exporter's dmmultipath path states), else config "
+        "`paths`",
         "active paths (Active/Optimized + Active/Unoptimized where the host reports states)",
     ),
     Family(
@@ -318,8 +324,84 @@ HOSTS = (
         "gauge",
         HOST,
         "count",
-        "config `paths` (disk entry, else host)",
+        "config `paths` (disk entry, else host); on Linux at least the path devices the map lists",
         "paths the disk should have; fewer active is `host_path_loss`",
+    ),
+    Family(
+        "sanlens_host_disk_busy_seconds_total",
+        "counter",
+        HOST,
+        "seconds",
+        "Linux `node_disk_io_time_seconds_total` (io_ticks, 32-bit ms, mod 2^32 ms)",
+        "time with at least one I/O in flight; `1 - rate()` = idle ratio (iostat's 100 - %util)",
+        "Linux hosts (node_exporter)",
+    ),
+    Family(
+        "sanlens_host_disk_queue_seconds_total",
+        "counter",
+        HOST,
+        "seconds",
+        "Linux `node_disk_io_time_weighted_seconds_total` (32-bit ms, mod 2^32 ms)",
+        "Σ over I/Os of their time in flight = ∫ queue length dt; `rate()` = mean I/Os in flight "
+        "(iostat's aqu-sz), the outstanding I/O `host_queue_limited` compares with Q_eff",
+        "Linux hosts (node_exporter)",
+    ),
+    Family(
+        "sanlens_host_disk_multipath_info",
+        "gauge",
+        ("host", "disk", "device", "wwid"),
+        "—",
+        "`node_dmmultipath_device_info` or `node_disk_device_mapper_info` (uuid `mpath-<WWID>`)",
+        "always 1: a Linux disk's kernel device (`dm-N`) and SCSI WWID, the key of the LUN join "
+        "(`3600a0980` + the hex of the LUN serial)",
+        "Linux disks with a WWID",
+    ),
+    Family(
+        "sanlens_host_disk_path_info",
+        "gauge",
+        ("host", "disk", "path", "state", "access_state"),
+        "—",
+        "`node_dmmultipath_path_state` (/sys/block/<path>/device/state); textfile "
+        "`sanlens_linux_disk_access_state`",
+        "always 1: a path device of the disk, its device state (`running`; `transport-offline`, "
+        "`offline`, `blocked`: failed) and ALUA access state where exported",
+        "Linux multipath disks",
+    ),
+    Family(
+        "sanlens_host_disk_path_ops_total",
+        "counter",
+        ("host", "disk", "path", "op"),
+        "count",
+        "`node_disk_reads_completed_total`, `writes_completed_total` of the path device",
+        "operations completed through the path; `op` is `read` or `write`",
+        "Linux multipath disks",
+    ),
+    Family(
+        "sanlens_host_disk_path_latency_seconds_total",
+        "counter",
+        ("host", "disk", "path", "op"),
+        "seconds",
+        "`node_disk_read_time_seconds_total`, `write_time_seconds_total` of the path device (32-bit ms)",
+        "Σ latency of the path's operations; `rate(latency) / rate(ops)` = its seconds per op",
+        "Linux multipath disks",
+    ),
+    Family(
+        "sanlens_host_disk_path_bytes_total",
+        "counter",
+        ("host", "disk", "path", "op"),
+        "bytes",
+        "`node_disk_read_bytes_total`, `written_bytes_total` of the path device",
+        "bytes through the path",
+        "Linux multipath disks",
+    ),
+    Family(
+        "sanlens_host_disk_path_busy_seconds_total",
+        "counter",
+        ("host", "disk", "path"),
+        "seconds",
+        "`node_disk_io_time_seconds_total` of the path device (32-bit ms)",
+        "time the path had at least one I/O in flight",
+        "Linux multipath disks",
     ),
 )
 

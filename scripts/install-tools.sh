@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the external tools the tests run for real, pinned, idempotently.
-# Debian packages: prometheus (promtool), prometheus-alertmanager (amtool), chromium (the report's browser test).
+# Debian packages: prometheus (promtool), prometheus-alertmanager (amtool), chromium (the report's browser test),
+# buildah and debootstrap (the container image, built and run without a daemon: scripts/image.sh).
+# The image's local base (a debootstrapped Debian bookworm + CPython 3.11) is made once under $TOOLS/image.
 # Go tools (helm, helm-unittest, kubeconform) build into $TOOLS/bin from the Go module proxy.
 set -euo pipefail
 TOOLS=${1:-$(pwd)/.tools}
@@ -13,6 +15,10 @@ apt_install() {
   command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   { command -v alertmanager || command -v prometheus-alertmanager; } >/dev/null 2>&1 && command -v amtool >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v buildah >/dev/null 2>&1 || missing+=(buildah)
+  # debian-archive-keyring: debootstrap checks the bookworm Release signature (not preinstalled on Ubuntu)
+  { command -v debootstrap || PATH=$PATH:/usr/sbin command -v debootstrap; } >/dev/null 2>&1 \
+    && [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debootstrap debian-archive-keyring)
   [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -26,6 +32,9 @@ apt_install() {
 }
 
 apt_install
+
+# The container image's base for builds without a registry (cached; about a minute the first time).
+TOOLS="$TOOLS" PATH=$PATH:/usr/sbin "$(dirname "$0")/image.sh" base
 
 # Go-built tools: see scripts/install-go-tools.sh (owned by the Helm chart work).
 if [ -x "$(dirname "$0")/install-go-tools.sh" ]; then

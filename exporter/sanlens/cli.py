@@ -18,7 +18,8 @@ from typing import NoReturn
 
 from sanlens import __version__, cliargs
 from sanlens.config import Config, check_config
-from sanlens.errors import ConfigError, SanlensError, is_bind_error, listen_error
+from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
+from sanlens.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
 from sanlens.sim.scenarios import SCENARIOS
 
 log = logging.getLogger("sanlens")
@@ -30,7 +31,11 @@ SUBCOMMANDS = {
     "simulate": ("sanlens.sim.cli", "serve the ONTAP REST + windows_exporter simulator"),
     "analyze": ("sanlens.analyze.cli", "diagnose PerfMon logs and ONTAP captures offline"),
     "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time"),
+    "healthcheck": ("sanlens.healthcheck", "is this container's `sanlens serve` up? exit 0 yes, 1 no"),
 }
+# $SANLENS_LISTEN and $SANLENS_WEB_CONFIG_FILE are read by serve (below its flags, above the
+# config file) and by healthcheck, so a container sets them once for both: the image's
+# HEALTHCHECK and the chart's exec probes find the server the way it was told to listen.
 
 
 def setup_logging(level: str = "info") -> None:
@@ -57,11 +62,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cfg = checked_config(args.config)
     setup_logging(args.log_level or cfg.log_level)
     web = None
-    if args.web_config_file:
+    web_config_file = args.web_config_file or os.environ.get(ENV_WEB_CONFIG_FILE) or None
+    if web_config_file:
         from sanlens.web_config import WebSecurity
 
-        web = WebSecurity(args.web_config_file)  # a bad file exits 2 before anything listens
-    listen = args.listen or cfg.listen
+        web = WebSecurity(web_config_file)  # a bad file exits 2 before anything listens
+    listen = args.listen or env_listen() or cfg.listen
     try:
         exporter = Exporter(cfg, listen=listen)
     except OSError as e:
@@ -73,7 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         active = web.current()
         log.info(
             "web config %s: %s, basic auth %s",
-            args.web_config_file,
+            web_config_file,
             "TLS" if active.context else "plain HTTP",
             f"for {len(active.config.users)} user(s)" if active.auth else "off",
         )
@@ -81,7 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     log.info(
         "sanlens %s listening on %s (%d ONTAP, %d hosts)",
         __version__,
-        args.listen or cfg.listen,
+        listen,
         len(cfg.ontap),
         len(cfg.hosts),
     )
@@ -90,6 +96,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         exporter.stop()
     return 0
+
+
+def env_listen() -> str | None:
+    """``$SANLENS_LISTEN``, checked as ``--listen`` is; None when unset or empty."""
+    value = os.environ.get(ENV_LISTEN) or None
+    if value is not None:
+        try:
+            cliargs.listen_address(value)
+        except argparse.ArgumentTypeError as e:
+            raise UsageError(
+                f"{ENV_LISTEN}={value!r}: {e}", hint="unset it, or give host:port or :port"
+            ) from None
+    return value
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -128,14 +147,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "--listen",
         type=cliargs.listen_address,
         default=None,
-        help="listen address, host:port or :port (default from config, :9842)",
+        help=f"listen address, host:port or :port (default ${ENV_LISTEN}, else the config's, else :9842)",
     )
     s.add_argument(
         "--web.config.file",
         dest="web_config_file",
         metavar="FILE",
         default=None,
-        help="TLS and basic auth for every endpoint, in the Prometheus exporter-toolkit format",
+        help="TLS and basic auth for every endpoint, in the Prometheus exporter-toolkit format "
+        f"(default ${ENV_WEB_CONFIG_FILE})",
     )
     s.add_argument("--log-level", default=None, choices=["debug", "info", "warning", "error"])
     s.set_defaults(func=cmd_serve)

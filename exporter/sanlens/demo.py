@@ -6,7 +6,8 @@ import argparse
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Final
 
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import UsageError, is_bind_error, listen_error
@@ -19,23 +20,48 @@ DEMO_HOST_INTERVAL = 5.0
 # two and loses one, which only shows against a configured count of two.
 SCENARIO_HOST_PATHS = {"path-faults": 2}
 DEMO_SUSTAIN_SCALE = 0.05  # a 10-minute sustain window becomes 30 s
+# The simulated Linux hosts (node_exporter) join the demo once the config's HostTarget.source
+# accepts "node_exporter"; until then a config built with it would not validate.
+LINUX_DEMO_HOSTS = True
+NODE_EXPORTER: Final = "node_exporter"  # HostTarget.source for the Linux hosts
 
 
-def demo_config(sim_url: str, cluster: str, hosts: list[str], listen: str, scenario: str = "mixed") -> Config:
-    """The config `sanlens demo` runs: every simulated cluster and host, short windows."""
+def demo_config(
+    sim_url: str,
+    cluster: str,
+    hosts: list[str],
+    listen: str,
+    scenario: str = "mixed",
+    linux_hosts: Sequence[str] = (),
+) -> Config:
+    """The config `sanlens demo` runs: every simulated cluster and host, short windows.
+
+    ``linux_hosts`` are polled through their node_exporter page when ``LINUX_DEMO_HOSTS`` is on; a
+    Linux disk's paths come from its multipath map, so the config's path count is left at 1.
+    """
+    windows = [
+        HostTarget(
+            name=h,
+            source="windows_exporter",
+            url=f"{sim_url}/windows/{h}/metrics",
+            poll_interval=Duration(DEMO_HOST_INTERVAL),
+            paths=SCENARIO_HOST_PATHS.get(scenario, 1),
+        )
+        for h in hosts
+    ]
+    linux = [
+        HostTarget(
+            name=h,
+            source=NODE_EXPORTER,
+            url=f"{sim_url}/linux/{h}/metrics",
+            poll_interval=Duration(DEMO_HOST_INTERVAL),
+        )
+        for h in (linux_hosts if LINUX_DEMO_HOSTS else ())
+    ]
     return Config(
         listen=listen,
         ontap=[OntapTarget(name=cluster, url=sim_url, poll_interval=Duration(DEMO_ONTAP_INTERVAL))],
-        hosts=[
-            HostTarget(
-                name=h,
-                source="windows_exporter",
-                url=f"{sim_url}/windows/{h}/metrics",
-                poll_interval=Duration(DEMO_HOST_INTERVAL),
-                paths=SCENARIO_HOST_PATHS.get(scenario, 1),
-            )
-            for h in hosts
-        ],
+        hosts=[*windows, *linux],
         diagnose=DiagnoseConfig(sustain_scale=DEMO_SUSTAIN_SCALE),
     )
 
@@ -67,7 +93,14 @@ def run_demo(args: argparse.Namespace) -> int:
     with _listening(f"127.0.0.1:{args.sim_port}"):
         sim.start()
     try:
-        cfg = demo_config(sim.url, sim.cluster_name, sim.hosts, f"127.0.0.1:{args.port}", args.scenario)
+        cfg = demo_config(
+            sim.url,
+            sim.cluster_name,
+            sim.hosts,
+            f"127.0.0.1:{args.port}",
+            args.scenario,
+            linux_hosts=sim.linux_hosts,
+        )
         with _listening(cfg.listen):
             exporter = Exporter(cfg)
     except BaseException:
@@ -78,6 +111,8 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"  simulator (ONTAP REST):   {sim.url}/api/cluster", flush=True)
     for h in sim.hosts:
         print(f"  simulator (windows host): {sim.url}/windows/{h}/metrics", flush=True)
+    for h in sim.linux_hosts if LINUX_DEMO_HOSTS else ():
+        print(f"  simulator (linux host):   {sim.url}/linux/{h}/metrics", flush=True)
     print(f"  exporter metrics:         http://127.0.0.1:{exporter.port}/metrics", flush=True)
     print(f"  exporter diagnoses:       http://127.0.0.1:{exporter.port}/diagnoses", flush=True)
     print("Diagnoses appear within about 2 minutes. Press Ctrl-C to stop.", flush=True)

@@ -1,7 +1,9 @@
 """The host ↔ array join: which ONTAP LUN backs which host disk.
 
 ONTAP collectors publish their LUN inventory here; host sources look disks up by
-LUN serial (automatic) or by (cluster, svm, LUN path) for static mappings.
+LUN serial (Windows reports it as the disk's serial), by SCSI WWID (Linux: ``3600a0980``
++ the hex of the serial, exact where serials differ only in letter case), or by
+(cluster, svm, LUN path) for static mappings.
 Keeping it in one place means both views agree on a LUN's identity.
 
 One serial can name a LUN on two clusters: SnapMirror active sync presents the primary
@@ -52,6 +54,7 @@ class LunDirectory:
         self._lock = threading.Lock()
         self._by_cluster: dict[str, list[LunIdentity]] = {}
         self._by_serial: dict[str, tuple[LunIdentity, ...]] = {}
+        self._by_wwid: dict[str, tuple[LunIdentity, ...]] = {}
         self._by_path: dict[tuple[str, str, str], LunIdentity] = {}
         # (cluster, svm, lun) -> (ops/s, state) from each cluster's latest poll
         self._io: dict[str, dict[tuple[str, str], tuple[float | None, str]]] = {}
@@ -67,13 +70,18 @@ class LunDirectory:
                 self._by_cluster.pop(cluster, None)
                 self._io.pop(cluster, None)
             by_serial: dict[str, list[LunIdentity]] = {}
+            by_wwid: dict[str, list[LunIdentity]] = {}
             by_path: dict[tuple[str, str, str], LunIdentity] = {}
             for name in sorted(self._by_cluster):  # order never depends on who published last
                 for lun in self._by_cluster[name]:
                     if lun.serial:
                         by_serial.setdefault(normalize_serial(lun.serial), []).append(lun)
+                        wwid = ontap_wwid(lun.serial)
+                        if wwid:
+                            by_wwid.setdefault(wwid, []).append(lun)
                     by_path[(lun.cluster, lun.svm, lun.lun)] = lun
             self._by_serial = {k: tuple(v) for k, v in by_serial.items()}
+            self._by_wwid = {k: tuple(v) for k, v in by_wwid.items()}
             self._by_path = by_path
             for serial in [s for s in self._ambiguous if len(self._by_serial.get(s, ())) < 2]:
                 del self._ambiguous[serial]
@@ -100,6 +108,20 @@ class LunDirectory:
             return candidates[0] if candidates else None
         with self._lock:
             return self._choose(key, candidates)
+
+    def by_wwid(self, wwid: str, cluster: str | None = None) -> LunIdentity | None:
+        """The LUN a Linux disk with this SCSI WWID joins, matched exactly on the serial's hex form.
+
+        Serials are case-sensitive and hold characters such as ``? $ ] /``; the WWID spells
+        each byte in hex, so this key never folds case nor needs escaping."""
+        key = normalize_wwid(wwid)
+        candidates = self._by_wwid.get(key, ())
+        if cluster:
+            return next((c for c in candidates if c.cluster == cluster), None)
+        if len(candidates) <= 1:
+            return candidates[0] if candidates else None
+        with self._lock:
+            return self._choose(normalize_serial(candidates[0].serial), candidates)
 
     def _ops_state(self, lun: LunIdentity) -> tuple[float, str]:
         ops, state = self._io.get(lun.cluster, {}).get((lun.svm, lun.lun), (None, ""))
@@ -153,6 +175,47 @@ class LunDirectory:
 
     def __len__(self) -> int:
         return len(self._by_serial)
+
+
+# NAA IEEE Registered Extended designator of an ONTAP LUN: NAA type 6, NetApp's OUI 00a098 and
+# a 0 nibble, then the 12 ASCII bytes of the LUN serial. Linux prefixes the designator type "3"
+# (SCSI page 0x83, NAA) to make the WWID multipath and udev's ID_SERIAL use.
+NETAPP_NAA_PREFIX = "600a0980"
+WWID_NAA_TYPE = "3"
+_HEX = frozenset("0123456789abcdef")
+
+
+def ontap_wwid(serial: str) -> str:
+    """The Linux WWID of an ONTAP LUN: ``3600a0980`` + the hex of its 12-character serial; '' when the
+    serial is not printable ASCII."""
+    if not serial or not serial.isascii() or not serial.isprintable():
+        return ""
+    return WWID_NAA_TYPE + NETAPP_NAA_PREFIX + serial.encode("ascii").hex()
+
+
+def normalize_wwid(text: str) -> str:
+    """A WWID as udev, multipath or node_exporter spell it, in one form: lower-case hex with the
+    NAA type prefix. ``mpath-3600a…`` (a dm UUID), ``0x600a…`` and ``600a…`` (udev's ID_WWN and
+    ID_SERIAL_SHORT) all become ``3600a…``; anything that is not hex comes back stripped."""
+    s = text.strip().lower()
+    s = s.removeprefix("mpath-").removeprefix("naa.").removeprefix("0x")
+    if s and set(s) <= _HEX and s.startswith("6") and len(s) == 32:
+        s = WWID_NAA_TYPE + s
+    return s
+
+
+def serial_from_wwid(wwid: str) -> str:
+    """The ONTAP LUN serial a NetApp WWID carries; '' for any other WWID (a local disk, another array)."""
+    w = normalize_wwid(wwid)
+    head = WWID_NAA_TYPE + NETAPP_NAA_PREFIX
+    body = w[len(head) :]
+    if not w.startswith(head) or len(body) % 2 or not body or not set(body) <= _HEX:
+        return ""
+    try:
+        serial = bytes.fromhex(body).decode("ascii")
+    except UnicodeDecodeError:
+        return ""
+    return serial if serial.isprintable() else ""
 
 
 def normalize_serial(serial: str) -> str:

@@ -259,6 +259,29 @@ class OntapView:
 
 # ----------------------------------------------------------------- host view
 DataClass = Literal["data", "log", "tempdb"]
+Platform = Literal["windows", "linux"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostPathStats:
+    """One path of a multipathed host disk: a Linux SCSI device (``sdc``) under its dm-multipath map."""
+
+    path: str
+    state: str = ""  # /sys/block/<path>/device/state: running (SCSI) or live (NVMe) when usable
+    access_state: str = ""  # ALUA, /sys/block/<path>/device/access_state, when the host exports it
+    read_iops: float | None = None
+    write_iops: float | None = None
+    read_latency_s: float | None = None
+    write_latency_s: float | None = None
+    read_bytes_s: float | None = None
+    write_bytes_s: float | None = None
+    busy_ratio: float | None = None  # 0..1
+    outstanding_io: float | None = None  # mean I/Os in flight over the interval
+
+    @property
+    def active(self) -> bool:
+        """Usable for I/O, as node_exporter's dmmultipath collector counts it (SCSI running, NVMe live)."""
+        return self.state in ("running", "live") or not self.state
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +312,11 @@ class HostDiskStats:
     # ALUA Active/Optimized paths the host reports (MPIO TargetPortGroup_State); non-optimized paths
     # carry no I/O, so Q_eff counts these when known. None: the host reports no path states.
     optimized_paths: int | None = None
+    platform: Platform = "windows"  # whose terms the advice speaks (mpclaim or multipath -ll, ...)
+    # the source knows the disk is no SAN LUN (a Linux disk with no NetApp WWID and no multipath map)
+    local: bool = False
+    outstanding_io: float | None = None  # mean I/Os in flight over the interval (Linux's queue integral)
+    path_stats: tuple[HostPathStats, ...] = ()  # each path device, where the host reports them
 
     @property
     def mapped(self) -> bool:

@@ -52,7 +52,7 @@ class Source(Protocol):
     """One polled target: an ONTAP cluster or a host."""
 
     name: str
-    kind: str  # "ontap" | "windows_exporter" | "winrm" | "perfmon"
+    kind: str  # "ontap" | "windows_exporter" | "winrm" | "perfmon" | "node_exporter"
     interval: float
 
     def poll(self) -> Snapshot:

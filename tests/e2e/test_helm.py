@@ -45,6 +45,12 @@ CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
 SCHEMA_SCRIPT = ROOT / "scripts" / "kubeconform_schemas.py"
 # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and a current one.
 KUBE_VERSIONS = ("1.25.0", "1.33.0")
+# The one value without a default (no image is published): every render here starts from it.
+IMAGE_REPOSITORY = "registry.example.com/storage/sanlens"
+IMAGE_REQUIRED = (
+    "image.repository is required: build and push the sanlens image (README: Helm, step 1) "
+    "and set image.repository"
+)
 
 PLACEHOLDER_RULES = """\
 groups:
@@ -72,6 +78,7 @@ PLACEHOLDER_DASHBOARD = {"uid": "sanlens-placeholder", "title": "Placeholder {{i
 class Helm:
     binary: str
     env: dict[str, str]
+    base_values: Path  # image.repository; values files given later override it
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         p = subprocess.run(
@@ -82,7 +89,9 @@ class Helm:
         return p
 
     def template(self, chart: Path, *args: str) -> list[dict[str, Any]]:
-        out = self.run("template", "sanlens", str(chart), "--namespace", "monitoring", *args).stdout
+        out = self.run(
+            "template", "sanlens", str(chart), "--namespace", "monitoring", "-f", str(self.base_values), *args
+        ).stdout
         return [d for d in yaml.safe_load_all(out) if d]
 
 
@@ -97,7 +106,9 @@ def helm(tmp_path_factory: pytest.TempPathFactory) -> Helm:
         "HELM_CONFIG_HOME": str(home / "config"),
         "HELM_DATA_HOME": str(home / "data"),
     }
-    return Helm(binary, env)
+    base = home / "base-values.yaml"
+    base.write_text(yaml.safe_dump({"image": {"repository": IMAGE_REPOSITORY}}), encoding="utf-8")
+    return Helm(binary, env, base)
 
 
 @pytest.fixture(scope="session")
@@ -185,13 +196,38 @@ def test_chart_readme_documents_every_value() -> None:
 # ------------------------------------------------------------------ helm lint / template / unittest
 
 
-@pytest.mark.parametrize("values", [None, *CI_VALUES], ids=lambda v: v.name if v else "defaults")
-def test_helm_lint_strict(helm: Helm, chart_tree: Path, values: Path | None) -> None:
-    args = ["lint", "--strict", str(chart_tree)] + (["-f", str(values)] if values else [])
-    p = helm.run(*args, check=False)
+@pytest.mark.parametrize("values", CI_VALUES, ids=lambda v: v.name)
+def test_helm_lint_strict(helm: Helm, chart_tree: Path, values: Path) -> None:
+    p = helm.run("lint", "--strict", str(chart_tree), "-f", str(values), check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "0 chart(s) failed" in p.stdout
     assert "[WARNING]" not in p.stdout
+
+
+def test_every_ci_configuration_names_the_image(chart_tree: Path) -> None:
+    for values in CI_VALUES:
+        image = (yaml.safe_load(values.read_text(encoding="utf-8")) or {}).get("image", {})
+        assert image.get("repository"), f"{values.name} sets no image.repository"
+
+
+@pytest.mark.parametrize("command", ["template", "lint"])
+def test_defaults_refuse_to_render_and_name_image_repository(
+    helm: Helm, chart_tree: Path, command: str
+) -> None:
+    """No image is published, so there is no default to pull: the chart says what to set.
+
+    The values schema may refuse the empty repository first (its message names the key too);
+    past the schema, the template's own check is the one line of IMAGE_REQUIRED.
+    """
+    args = ["template", "x"] if command == "template" else ["lint", "--strict"]
+    p = helm.run(*args, str(chart_tree), check=False)
+    assert p.returncode != 0
+    assert "image.repository" in p.stdout + p.stderr or "/image/repository" in p.stdout + p.stderr
+    if command == "template":
+        q = helm.run("template", "x", str(chart_tree), "--skip-schema-validation", check=False)
+        assert q.returncode != 0
+        assert IMAGE_REQUIRED in q.stderr, q.stderr
+        assert len([line for line in q.stderr.splitlines() if IMAGE_REQUIRED in line]) == 1
 
 
 def test_helm_unittest_suites_pass(helm: Helm, chart_tree: Path) -> None:
@@ -349,7 +385,10 @@ def test_chart_created_secret_holds_the_password_and_nothing_else_does(helm: Hel
     assert password not in yaml.safe_dump_all(others)
     pod = only(docs, "Deployment")["spec"]["template"]["spec"]
     container = pod["containers"][0]
-    assert "env" not in container and "envFrom" not in container
+    # the environment holds where the server listens (for sanlens healthcheck), never a credential
+    assert "envFrom" not in container
+    assert [e["name"] for e in container["env"]] == ["SANLENS_LISTEN"]
+    assert all("valueFrom" not in e for e in container["env"])
     mount = next(m for m in container["volumeMounts"] if m["name"] == "credentials")
     cfg = load_config_text(only(docs, "ConfigMap")["data"]["config.yaml"])
     assert Path(cfg.ontap[0].auth.password_file or "").parent == Path(mount["mountPath"])
@@ -393,14 +432,21 @@ def test_chart_created_secret_holds_the_password_and_nothing_else_does(helm: Hel
             "webConfig.config.tls_server_config.min_version=TLS14",
             "/webConfig/config/tls_server_config/min_version",
         ),
-        ("webConfig.probes=exec", "/webConfig/probes"),
+        ("webConfig.probes=grpc", "/webConfig/probes"),
         ("serviceMonitor.basicAuth.username.name=x", "/serviceMonitor/basicAuth"),
     ],
 )
 def test_schema_refuses_bad_values_with_their_path(
     helm: Helm, chart_tree: Path, flag: str, complaint: str
 ) -> None:
-    base = ["--set", "config.ontap[0].name=a", "--set", "config.ontap[0].url=https://a"]
+    base = [
+        "-f",
+        str(helm.base_values),
+        "--set",
+        "config.ontap[0].name=a",
+        "--set",
+        "config.ontap[0].url=https://a",
+    ]
     p = helm.run("template", "x", str(chart_tree), *base, "--set", flag, check=False)
     assert p.returncode != 0
     assert complaint in p.stderr, p.stderr
@@ -582,7 +628,8 @@ def _mounted(docs: list[dict[str, Any]], tmp: Path, tls_files: dict[str, Path]) 
     """The Deployment's args with its volumes laid out under ``tmp`` as the kubelet would mount them.
 
     The web config Secret's key becomes a file, the TLS Secret's keys are ``tls_files``; every
-    mount path in the args and in the web config is rewritten to its folder under ``tmp``.
+    mount path in the args, the container's environment (see ``_pod_env``) and the web config is
+    rewritten to its folder under ``tmp``.
     """
     pod = only(docs, "Deployment")["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -605,7 +652,41 @@ def _mounted(docs: list[dict[str, Any]], tmp: Path, tls_files: dict[str, Path]) 
     if "web-tls" in where:
         for key, src in tls_files.items():
             shutil.copy(src, where["web-tls"] / key)
+    env = {e["name"]: local(e["value"]) for e in container.get("env", []) if "value" in e}
+    (tmp / "env.json").write_text(json.dumps(env), encoding="utf-8")
     return [local(a) for a in container["args"]]
+
+
+def _pod_env(tmp: Path, port: int) -> dict[str, str]:
+    """The container's environment as ``_mounted`` laid it out, listening on loopback at ``port``."""
+    env = json.loads((tmp / "env.json").read_text(encoding="utf-8"))
+    assert env["SANLENS_LISTEN"] == f":{port}"
+    env["SANLENS_LISTEN"] = f"127.0.0.1:{port}"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SANLENS_")}
+    return {**clean, **env}
+
+
+def _exec_probe(
+    container: dict[str, Any], probe: str, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """The probe's exec command as the kubelet runs it in the container: `sanlens` is the venv's."""
+    command = list(container[probe]["exec"]["command"])
+    assert command[:2] == ["sanlens", "healthcheck"], command
+    command[0] = str(Path(sys.executable).parent / "sanlens")
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=30)
+
+
+def _until_probe_passes(
+    server: subprocess.Popen[bytes], container: dict[str, Any], probe: str, env: dict[str, str]
+) -> str:
+    deadline = time.monotonic() + 20
+    while True:
+        assert server.poll() is None, server.stdout.read() if server.stdout else b""
+        p = _exec_probe(container, probe, env)
+        if p.returncode == 0:
+            return p.stdout
+        assert time.monotonic() < deadline, f"{probe} never passed: {p.stdout}{p.stderr}"
+        time.sleep(0.3)
 
 
 def _serve(args: list[str], port: int) -> subprocess.Popen[bytes]:
@@ -632,7 +713,8 @@ def test_secured_chart_serves_what_its_servicemonitor_scrapes_and_its_probes_rea
 
     The exporter runs with the Deployment's args, its web config Secret and a TLS Secret laid
     out as mounted; the ServiceMonitor's endpoint (scheme, CA, client certificate, server name,
-    basic auth) scrapes /metrics, and the kubelet's tcpSocket probes connect.
+    basic auth) scrapes /metrics, and the exec probes (`sanlens healthcheck` with the
+    container's environment) pass while it runs and fail once it stops.
     """
     port = free_port()
     values = CHART / "ci" / "secured-values.yaml"
@@ -645,6 +727,7 @@ def test_secured_chart_serves_what_its_servicemonitor_scrapes_and_its_probes_rea
     pki = make_pki(tmp_path / "pki", server_name=tls["serverName"])
     mounted = {"tls.crt": pki.server.cert, "tls.key": pki.server.key, "ca.crt": pki.ca}
     args = _mounted(docs, tmp_path / "pod", mounted)
+    env = _pod_env(tmp_path / "pod", port)
     # the Secrets the ServiceMonitor names, as Prometheus would read them
     secrets: dict[tuple[str, str], Any] = {
         ("sanlens-tls", "ca.crt"): pki.ca,
@@ -674,8 +757,8 @@ def test_secured_chart_serves_what_its_servicemonitor_scrapes_and_its_probes_rea
     server = _serve(args, port)
     try:
         for probe in ("livenessProbe", "readinessProbe"):
-            assert container[probe]["tcpSocket"]["port"] == "http"
-            _until(server, lambda: socket.create_connection(("127.0.0.1", port), timeout=2).close(), probe)
+            out = _until_probe_passes(server, container, probe, env)
+            assert f"https://127.0.0.1:{port}/" in out and "without a client certificate" in out, out
         assert _until(server, scrape, "the scrape") == 200
         assert scrape(with_auth=False) == 401
         with pytest.raises((ssl.SSLError, ConnectionError, http.client.RemoteDisconnected)):
@@ -683,6 +766,9 @@ def test_secured_chart_serves_what_its_servicemonitor_scrapes_and_its_probes_rea
     finally:
         server.terminate()
         server.wait(timeout=20)
+    for probe in ("livenessProbe", "readinessProbe"):
+        p = _exec_probe(container, probe, env)
+        assert p.returncode == 1 and "connection refused" in p.stderr, p.stdout + p.stderr
 
 
 def _https_get(
@@ -752,3 +838,57 @@ def ssl_unverified() -> ssl.SSLContext:
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     return ctx
+
+
+def test_exec_probes_run_sanlens_healthcheck_against_a_tls_and_basic_auth_exporter(
+    helm: Helm, chart_tree: Path, tmp_path: Path
+) -> None:
+    """webConfig.probes=exec: each httpGet probe becomes `sanlens healthcheck --path PATH`.
+
+    Rendered with --skip-schema-validation while values.schema.json's webConfig.probes enum
+    lists only tcpSocket and httpGet; the template and the command are what this checks.
+    """
+    port = free_port()
+    hashed = bcrypt.hashpw(b"probe", bcrypt.gensalt(rounds=4)).decode()
+    docs = helm.template(
+        chart_tree,
+        "--skip-schema-validation",
+        "--set", f"containerPort={port}",
+        "--set", "webConfig.enabled=true",
+        "--set", "webConfig.probes=exec",
+        "--set", "webConfig.tlsSecret.name=sanlens-tls",
+        "--set", "webConfig.config.tls_server_config.cert_file=/etc/sanlens/tls/tls.crt",
+        "--set", "webConfig.config.tls_server_config.key_file=/etc/sanlens/tls/tls.key",
+        "--set-string", f"webConfig.config.basic_auth_users.probe={hashed}",
+    )  # fmt: skip
+    container = only(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["livenessProbe"]["exec"]["command"] == ["sanlens", "healthcheck", "--path", "/-/healthy"]
+    assert container["readinessProbe"]["exec"]["command"] == ["sanlens", "healthcheck", "--path", "/-/ready"]
+    assert container["livenessProbe"]["periodSeconds"] == 30 and "httpGet" not in container["livenessProbe"]
+    pki = make_pki(tmp_path / "pki")
+    args = _mounted(docs, tmp_path / "pod", {"tls.crt": pki.server.cert, "tls.key": pki.server.key})
+    env = _pod_env(tmp_path / "pod", port)
+    server = _serve(args, port)
+    try:
+        for probe in ("livenessProbe", "readinessProbe"):
+            out = _until_probe_passes(server, container, probe, env)
+            assert f"https://127.0.0.1:{port}/" in out and "401, basic auth required" in out, out
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def test_exec_probes_refuse_client_certificates_under_tls12(helm: Helm, chart_tree: Path) -> None:
+    p = helm.run(
+        "template", "x", str(chart_tree), "--skip-schema-validation", "-f", str(helm.base_values),
+        "--set", "webConfig.enabled=true",
+        "--set", "webConfig.probes=exec",
+        "--set", "webConfig.config.tls_server_config.cert_file=/t/tls.crt",
+        "--set", "webConfig.config.tls_server_config.key_file=/t/tls.key",
+        "--set", "webConfig.config.tls_server_config.client_auth_type=RequireAndVerifyClientCert",
+        "--set", "webConfig.config.tls_server_config.client_ca_file=/t/ca.crt",
+        "--set", "webConfig.config.tls_server_config.max_version=TLS12",
+        check=False,
+    )  # fmt: skip
+    assert p.returncode != 0
+    assert "webConfig.probes=exec with client_auth_type RequireAndVerifyClientCert needs TLS 1.3" in p.stderr

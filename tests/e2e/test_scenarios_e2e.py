@@ -82,7 +82,9 @@ def _run(scenario: str, knobs: dict[str, Any], expected: set[str], out: Outcome)
     exporter = None
     try:
         sim.start()
-        cfg = demo_config(sim.url, sim.cluster_name, sim.hosts, "127.0.0.1:0", scenario)
+        cfg = demo_config(
+            sim.url, sim.cluster_name, sim.hosts, "127.0.0.1:0", scenario, linux_hosts=sim.linux_hosts
+        )
         for t in [*cfg.ontap, *cfg.hosts]:
             t.poll_interval = Duration(POLL_S)
         cfg.diagnose = DiagnoseConfig(sustain_scale=SCALE)

@@ -5,7 +5,9 @@ Each parser either reads its input or raises the error it documents, which says 
 - ``statistics show -raw`` and ``sysstat -M`` text, counter-table rows JSON: ``CaptureError``
   at ``FILE:LINE``, or ``FILE: ... records[N] ...`` for a JSON record;
 - PerfMon CSV/TSV logs: ``PerfmonParseError`` at ``FILE:LINE[:COLUMN]``;
-- windows_exporter pages: ``ScrapeParseError`` (the source adds the URL).
+- windows_exporter pages: ``ScrapeParseError`` (the source adds the URL);
+- Linux ``iostat -x`` and ``sar -d`` text: ``LinuxTextError`` naming the file (and the line);
+- node_exporter pages: ``NodeScrapeError`` (the source adds the URL).
 
 Never another exception. The inputs start from the captures in ``tests/data`` and
 ``../shared/fixtures`` (when present), mutated byte- and line-wise: flips, inserts of
@@ -29,6 +31,8 @@ from hypothesis import strategies as st
 
 from sanlens.errors import SanlensError
 from sanlens.hosts.exporter_scrape import ScrapeParseError, parse_scrape
+from sanlens.hosts.linux_text import LinuxTextError, parse_iostat, parse_sar_disk
+from sanlens.hosts.node_exporter import NodeScrapeError, parse_node_exporter
 from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError
 from sanlens.ontap.cooking import CaptureError, iter_json_samples, rows_from_response
 from sanlens.ontap.statistics_text import iter_statistics_samples
@@ -74,6 +78,21 @@ SCRAPES = [
     b'sanlens_windows_disk_paths{disk="1"} 4\n',
 ]
 
+LINUX_TEXT = seeds("linux/*.txt")
+
+
+def _node_exporter_page() -> bytes:
+    """The simulator's node_exporter page of a Linux host with a failed path device."""
+    from sanlens.sim import linux_api
+    from sanlens.sim.estate import Estate
+
+    estate = Estate("path-faults", {}, clock=lambda: 1_700_000_000.0)
+    host = next(h for h in estate.world().hosts if h.os == "linux")
+    return linux_api.render(estate, host, 1_700_000_060.0).encode()
+
+
+NODE_PAGES = [_node_exporter_page()]
+
 # Bytes that mean something to one parser or another.
 TOKENS = [
     b"\n", b"\r", b"\r\n", b"\x00", b"\xff", b"\xfe", b"\xef\xbb\xbf", b"\xff\xfe", b"\t", b",", b";",
@@ -88,6 +107,9 @@ TOKENS = [
     b'"records"', b'"values"', b'"counters"', b'"value"', b'"labels"', b'{"name":"x"}', b"[[[[[[[[",
     b"# TYPE x counter", b"# HELP", b'{disk="1"}', b'disk="_Total"', b"windows_physical_disk_reads_total",
     b"sanlens_windows_disk_paths", b'{disk="\\"x\\n"}',
+    b"Device:", b"Device", b" DEV ", b"r/s", b"%util", b"12:00:01 AM", b"LINUX RESTART", b"Average:",
+    b"Linux 5.14.0 (h) \t06/01/20 \t_x86_64_\t(8 CPU)", b"2020-13-45T25:61:61+9999", b"1,5", b"dm-",
+    b'node_dmmultipath_path_state{device="mpatha",path="sdb",state="offline"} 1', b'uuid="mpath-3600a0980',
 ]  # fmt: skip
 
 Mutation = Callable[[st.DrawFn, bytes], bytes]
@@ -290,6 +312,35 @@ def test_windows_exporter_page_raises_only_scrape_parse_errors(data: bytes) -> N
         return
     for r in readings:
         assert r.disk and r.disk != "_Total"
+
+
+@FUZZ
+@given(data=inputs(LINUX_TEXT), sar=st.booleans())
+def test_iostat_and_sar_text_raise_only_linux_text_errors_naming_the_file(
+    scratch: Path, data: bytes, sar: bool
+) -> None:
+    p = scratch / ("h-sar.txt" if sar else "h-iostat.txt")
+    try:
+        cap = (parse_sar_disk if sar else parse_iostat)(str(p), io.StringIO(data.decode("utf-8", "replace")))
+    except SanlensError as e:
+        assert isinstance(e, LinuxTextError), repr(e)
+        assert str(e).startswith(f"{p}:"), str(e)
+        return
+    for r in cap.reports:
+        for values in r.devices.values():
+            assert all(isinstance(v, float) for v in values.values())
+
+
+@FUZZ
+@given(data=inputs(NODE_PAGES))
+def test_node_exporter_page_raises_only_node_scrape_errors(data: bytes) -> None:
+    try:
+        readings = parse_node_exporter(data.decode("utf-8", "replace"))
+    except NodeScrapeError:
+        return
+    for r in readings:
+        assert r.disk and r.platform == "linux"
+        assert r.paths is None or r.known_paths is None or r.paths <= r.known_paths
 
 
 # ------------------------------------------------------------------ rows JSON, structure-aware

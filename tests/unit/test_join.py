@@ -65,7 +65,9 @@ def test_the_cluster_the_config_names_wins() -> None:
     serving(d, "siteA", 4000.0)
     got = d.by_serial(SERIAL, "siteB")
     assert got is not None and got.cluster == "siteB"
-    target = HostTarget(name="sql01", disks=[HostDiskMapping(disk="1", cluster="siteB")])
+    target = HostTarget(
+        name="sql01", url="http://sql01:9182/metrics", disks=[HostDiskMapping(disk="1", cluster="siteB")]
+    )
     m = resolve(target, d, "1", (), SERIAL)
     assert (m.mapping, m.cluster, m.lun) == ("serial", "siteB", PATH)
 

@@ -1,6 +1,6 @@
 """`sanlens analyze FILE... [--format text|json|html]`: offline analysis of captured files.
 
-Each input kind (PerfMon CSV/TSV, ONTAP captures) registers a reader in
+Each input kind (PerfMon CSV/TSV, Linux iostat/sar text, ONTAP captures) registers a reader in
 ``READERS`` with a ``detect`` function over the file's name and first bytes.
 Every reader returns an ``Analysis``: its entry in ``inputs[]``, its
 ``series[]`` and any warnings. The JSON shape is a stable, documented interface
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from sanlens.analyze import diagnoses, ontap_inputs
+from sanlens.analyze import diagnoses, linux_inputs, ontap_inputs
 from sanlens.analyze.offline_join import analysis_cluster
 from sanlens.analyze.progress import Progress
 from sanlens.analyze.status import input_status
@@ -87,6 +87,10 @@ register(InputReader("perfmon", _detect_perfmon, _read_perfmon))
 # ------------------------------------------------------------------ ONTAP captures
 for _kind, _detect in ontap_inputs.DETECTORS:
     register(InputReader(_kind, _detect, ontap_inputs.reader(_kind)))
+
+# ------------------------------------------------------------------ Linux sysstat captures
+for _kind, _detect, _read in linux_inputs.DETECTORS:
+    register(InputReader(_kind, _detect, _read))
 
 
 # ------------------------------------------------------------------ driver
@@ -199,7 +203,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "files",
         nargs="+",
         metavar="FILE",
-        help="PerfMon CSV/TSV logs; ONTAP statistics show -raw text, sysstat -M text, counter-table rows JSON",
+        help="PerfMon CSV/TSV logs; Linux iostat -x and sar -d text; ONTAP statistics show -raw text, "
+        "sysstat -M text, counter-table rows JSON",
     )
     p.add_argument(
         "--format", choices=["text", "json", "html"], default="text", help="output format (default text)"

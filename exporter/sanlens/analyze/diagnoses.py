@@ -2,7 +2,8 @@
 
 ONTAP captures become ``OntapView``s (:mod:`sanlens.analyze.ontap_series`);
 PerfMon logs ``HostView``s from the analysis intervals their single read pass
-folded (:mod:`sanlens.analyze.host_intervals`), each disk mapped to its LUN as
+folded (:mod:`sanlens.analyze.host_intervals`), Linux iostat/sar captures one per
+report (:mod:`sanlens.analyze.linux_inputs`), each disk mapped to its LUN as
 ``serve`` would map it. Both streams merge by time into one engine run whose
 windows come from the real time each diagnosis has data for
 (:mod:`sanlens.analyze.windows`); the recorder keeps every finding of the run.
@@ -18,6 +19,7 @@ from typing import Any
 
 from sanlens.analyze.episodes import Recorder
 from sanlens.analyze.host_intervals import DiskColumn
+from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.offline_join import host_mapper
 from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.analyze.ontap_series import OntapCooker, SeriesStats
@@ -68,9 +70,13 @@ def _anchors(ontap: list[OntapInput], interval: float | None) -> dict[str, float
 
 
 def sources(
-    perfmon: list[LogSummary], ontap: list[OntapInput], interval: float | None, anchors: dict[str, float]
+    perfmon: list[LogSummary],
+    ontap: list[OntapInput],
+    interval: float | None,
+    anchors: dict[str, float],
+    linux: list[LinuxInput] | None = None,
 ) -> list[Source]:
-    """Every timeline in the inputs: each PerfMon log, and each ONTAP counter table."""
+    """Every timeline in the inputs: each PerfMon log or Linux capture, and each ONTAP counter table."""
     out: list[Source] = []
     for s in perfmon:
         iv = s.intervals
@@ -78,6 +84,9 @@ def sources(
             continue
         step = (s.end - s.start) / (iv.steps - 1) if iv.steps > 1 else None
         out.append(Source(HOST, s.start, s.end, step))
+    for li in linux or []:
+        if li.start is not None and li.end is not None:
+            out.append(Source(HOST, li.start, li.end, li.step))
     tables: dict[str, list[OntapInput]] = {}
     for i in ontap:
         if i.kind == "ontap-counter-schema":
@@ -126,12 +135,19 @@ def finish(
     ontap_results = [r for r in results if isinstance(r.detail, OntapInput)]
     ontap: list[OntapInput] = [r.detail for r in ontap_results]
     logs: list[LogSummary] = [r.detail for r in results if isinstance(r.detail, LogSummary)]
+    linux: list[LinuxInput] = []
+    for r in results:
+        if isinstance(r.detail, LinuxInput):
+            r.detail.place(interval)  # captures without times: --interval apart
+            r.input.update(r.detail.input_json())
+            linux.append(r.detail)
     anchors = _anchors(ontap, interval)
-    windows = offline_windows(sources(logs, ontap, interval, anchors))
+    windows = offline_windows(sources(logs, ontap, interval, anchors, linux))
     cooker = OntapCooker(ontap, interval, cluster, version, anchors)
     mapper = host_mapper(config, cluster)
     streams: list[Iterable[Snapshot]] = [cooker.snapshots()]
     streams += [s.intervals.snapshots(mapper) for s in logs if s.intervals]
+    streams += [li.snapshots(mapper) for li in linux]
     engine = Engine(engine_config(config, windows))
     rec = Recorder()
     for snap in merged(*streams):
@@ -154,6 +170,9 @@ def finish(
             out.host_points.update(s.intervals.chart_points())
             for host, disk, drives, _f in s.intervals.columns:
                 out.mappings[(host, disk)] = mapper(host, disk, drives)
+    for li in linux:
+        for disk in li.disks():
+            out.mappings[(li.host, disk)] = mapper(li.host, disk, ())
     return out
 
 
@@ -164,6 +183,8 @@ def expected_updates(results: list[Any]) -> int:
         d = r.detail
         if isinstance(d, LogSummary) and d.intervals:
             n += d.intervals.steps * max(len({c[0] for c in d.intervals.columns}), 1)
+        elif isinstance(d, LinuxInput):
+            n += d.steps
         elif isinstance(d, OntapInput):
             n += d.samples
     return n

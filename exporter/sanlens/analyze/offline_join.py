@@ -36,7 +36,9 @@ def host_mapper(config: Config | None, cluster: str, directory: LunDirectory | N
         key = (host.upper(), disk)
         m = cache.get(key)
         if m is None:
-            target = targets.get(host.upper()) or HostTarget(name=host)
+            # a host the config does not name: a stand-in for the mapping only, never polled,
+            # so the rules of a polled target (a source and its url) do not apply
+            target = targets.get(host.upper()) or HostTarget.model_construct(name=host)
             m = resolve(target, directory, disk, drives)
             if m.lun and not m.cluster:
                 m = replace(m, cluster=cluster)

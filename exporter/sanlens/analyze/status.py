@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from sanlens.analyze.diagnoses import Findings
+from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.analyze.perfmon_summary import LogSummary
 from sanlens.analyze.windows import HOST, feeds
@@ -94,6 +95,32 @@ def _perfmon(s: LogSummary, f: Findings | None) -> dict[str, Any]:
     return st
 
 
+def _linux(li: LinuxInput, warnings: list[str], f: Findings | None) -> dict[str, Any]:
+    """A Linux capture's status: the host diagnoses judged on its disks, and why the others were not."""
+    st: dict[str, Any] = {"reader": li.kind, "analysis_intervals": li.steps}
+    judged = _host_judged(f, {li.host.upper()}) if f is not None else set()
+    not_eval: dict[str, str] = {}
+    for did in IDS:
+        kinds = feeds(did)
+        if did in judged or (kinds is not None and HOST not in kinds):
+            continue
+        if did == "host_path_loss":
+            not_eval[did] = "iostat and sar report no multipath paths (node_exporter's dmmultipath does)"
+        elif not li.disks():
+            not_eval[did] = "no whole-disk devices in the capture"
+        else:
+            not_eval[did] = "no disk had the I/O this diagnosis judges"
+    st["evaluated"] = sorted(judged, key=IDS.index)
+    st["not_evaluated"] = not_eval
+    st["skipped"] = list(warnings)
+    if li.placed:
+        st["note"] = (
+            "the capture carries no time (iostat without -t): its last report is placed at the file's "
+            "modification time, reports --interval apart"
+        )
+    return st
+
+
 def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, Any]:
     st: dict[str, Any] = {}
     if i.kind == "ontap-counter-schema":
@@ -135,6 +162,8 @@ def input_status(result: Any, findings: Findings | None) -> dict[str, Any]:
         st = _perfmon(d, findings)
     elif isinstance(d, OntapInput):
         st = _ontap(d, result.warnings, findings)
+    elif isinstance(d, LinuxInput):
+        st = _linux(d, result.warnings, findings)
     else:
         st = {"evaluated": [], "not_evaluated": {}, "skipped": []}
     st["errors"] = list(result.errors)

@@ -250,9 +250,12 @@ class Context:
         clusters are polled, yet no LUN carries that serial: no, it is a local disk (a tempdb
         NVMe at 80K IOPS is no LUN to spread). Nothing known of it (a PerfMon log, a host
         without the identity script) or no cluster polled: yes, the host-only signatures apply.
-        latency_slo judges every disk: an objective holds wherever the data lives."""
+        latency_slo judges every disk: an objective holds wherever the data lives. A disk its source
+        knows to be local (a Linux disk with no multipath map and no NetApp WWID) is never one."""
         if d.mapped:
             return True
+        if d.local:
+            return False
         return not (d.lun_serial and self.ontap)
 
     def lun_of(self, d: HostDiskStats) -> LunStats | None:

@@ -1,10 +1,11 @@
 """host_path_loss: a host disk runs on fewer active paths than it is configured for.
 
-MPIO hides a lost path: I/O keeps flowing on the others, at half the queue
-(Q_eff = queue depth x paths) and with no redundancy left. The host reports its
-active paths (sanlens's textfile script, WinRM's MPIO query); the config says how
-many each disk should have (``paths`` of the host or of one disk). Fewer active
-than configured pages: the next failure on that path is an outage.
+MPIO (or dm-multipath) hides a lost path: I/O keeps flowing on the others, at half
+the queue (Q_eff = queue depth x paths) and with no redundancy left. The host reports
+its active paths (sanlens's textfile script, WinRM's MPIO query, node_exporter's
+dmmultipath path states); the config says how many each disk should have (``paths``
+of the host or of one disk), and a Linux disk should have at least the path devices
+it still lists. Fewer active than that pages: the next failure on that path is an outage.
 
 Host-only and joined data behave alike (one subject per host disk); a disk whose
 host does not report paths is not judged.
@@ -13,6 +14,7 @@ host does not report paths is not judged.
 from __future__ import annotations
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, of_disk
+from sanlens.diagnose.host_advice import path_check
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
 
 SPEC = DiagnosisSpec(
@@ -49,7 +51,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
             advice = (
                 f"Host {d.host} disk {d.disk}: {active} of {want} paths active. I/O runs on the rest with "
                 f"{d.queue_depth * max(active, 1)} instead of {d.queue_depth * want} outstanding commands and no "
-                "redundancy: check `mpclaim -s -d`, the HBA ports, cables, switch ports and zoning."
+                f"redundancy: {path_check(d)}."
             )
         out.append(
             of_disk(

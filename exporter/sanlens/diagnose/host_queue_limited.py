@@ -41,6 +41,7 @@ from sanlens.diagnose.base import (
     total,
     weighted_latency,
 )
+from sanlens.diagnose.host_advice import queue_depth_fix, spread_how
 from sanlens.diagnose.latency_slo import class_level
 from sanlens.diagnose.spec import SRC_LUN_STUDY, SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import HostDiskStats
@@ -174,9 +175,12 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     t = th[ID]
     iops = total(d.read_iops, d.write_iops)
     r_host = weighted_latency(d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s)
-    # the mean outstanding I/O over the interval (Little's law): one instantaneous queue sample
-    # that dips would restart the sustain window; the sample only stands in without rates
-    n = iops * r_host if iops is not None and r_host is not None else num(d.queue_length)
+    # the mean outstanding I/O over the interval: the queue integral's rate where the host keeps one
+    # (Linux), else Little's law; one instantaneous queue sample that dips would restart the sustain
+    # window, so the sample only stands in without rates
+    n = num(d.outstanding_io)
+    if n is None:
+        n = iops * r_host if iops is not None and r_host is not None else num(d.queue_length)
     q_eff = d.q_eff
     fill = n / q_eff if n is not None and q_eff > 0 else None
     lun = ctx.lun_of(d)
@@ -241,9 +245,9 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
             f"{d.queue_depth} x {d.io_paths} path(s) carrying I/O), latency {ms(r_host)}{array}. The host queue limits "
             f"throughput. N_luns = max(ceil(X*S/(0.75*Q_eff)), ceil(X/X_lun)) with X_lun = {x_lun:.0f}: "
             f"{need_now} LUN(s) for the observed {iops:.0f} IOPS, {need_demand} to carry the ~{demand:.0f} "
-            f"IOPS this concurrency would drive. Spread the data over that many LUNs (or raise the HBA "
-            f"queue depth), keeping LUNs x queue depth x hosts within {PORT_LIMIT} outstanding commands "
-            "per FC target port."
+            f"IOPS this concurrency would drive. Spread the data over that many LUNs{spread_how(d)} (or "
+            f"{queue_depth_fix(d)}), keeping LUNs x queue depth x hosts within {PORT_LIMIT} outstanding "
+            "commands per FC target port."
         )
     return Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice)
 

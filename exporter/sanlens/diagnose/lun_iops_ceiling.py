@@ -22,6 +22,7 @@ from sanlens.diagnose.base import (
     of_lun,
     total,
 )
+from sanlens.diagnose.host_advice import spread_how
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
 from sanlens.model import OntapVersion
 
@@ -62,7 +63,7 @@ ID = SPEC.id
 
 
 def judge(
-    iops: float | None, version: OntapVersion | None, t: Mapping[str, float], what: str
+    iops: float | None, version: OntapVersion | None, t: Mapping[str, float], what: str, how: str = ""
 ) -> tuple[int | None, float, dict[str, float | None], str]:
     """(level, score, evidence, advice) of an IOPS rate against the single-LUN ceiling."""
     j = iops_ceiling.judge(iops, version, t)
@@ -76,8 +77,8 @@ def judge(
         )
         advice = (
             f"{what} runs {iops:.0f} IOPS, {j.fraction * 100:.0f} % of the ~{j.ceiling:.0f} IOPS a single LUN "
-            f"sustains on {j.on}. Spread the workload over at least {max(j.spread, 2)} LUNs (up to 8 per "
-            f"volume) so no LUN runs near its ceiling.{upgrade}"
+            f"sustains on {j.on}. Spread the workload over at least {max(j.spread, 2)} LUNs{how} (up to 8 "
+            f"per volume) so no LUN runs near its ceiling.{upgrade}"
         )
     return j.level, j.score, ev, advice
 
@@ -94,7 +95,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
             continue  # the LUN itself is the subject; a local disk is no LUN to spread
         iops = total(d.read_iops, d.write_iops)
         version = ctx.version(d.cluster) if d.cluster else None
-        level, score, ev, advice = judge(iops, version, t, f"Host {d.host} disk {d.disk}")
+        level, score, ev, advice = judge(iops, version, t, f"Host {d.host} disk {d.disk}", spread_how(d))
         out.append(
             Observation(
                 ID, disk_key(d), disk_labels(d), level, score, {"host_" + k: v for k, v in ev.items()}, advice

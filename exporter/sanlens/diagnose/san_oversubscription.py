@@ -34,6 +34,7 @@ from sanlens.diagnose.base import (
     weighted_latency,
     worst_latency,
 )
+from sanlens.diagnose.host_advice import fabric_checks
 from sanlens.diagnose.latency_slo import HOST_LATENCY, class_level
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import HostDiskStats
@@ -216,7 +217,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         advice = (
             f"{where}: {op} latency {ms(lat)} with the disk {pct(idle)} idle at {iops or 0:.0f} IOPS{array}. "
             "The I/O waits in the fabric or front-end, not in the disks: add FC target ports or paths, "
-            "check fan-in (7:1 to 12:1 host-to-target ports), zoning and the HBA queue depth. "
+            f"{fabric_checks(d)}. "
             "In the field case 2 -> 4 -> 6 front-end adapters cut latency by orders of magnitude."
         )
     return Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice)

@@ -1,16 +1,20 @@
 """Host disk readings → ``sanlens_host_disk_*`` families and the cooked ``HostView``.
 
-Every host source (windows_exporter, WinRM, PerfMon log) reduces a poll to
-``DiskReading``s: cumulative counters in SI units. ``HostCooker`` unwraps them
-to monotonic 64-bit values (Windows PERF_COUNTER_COUNTER and PERF_AVERAGE_TIMER
-numerators are 32-bit and wrap), computes rates over the interval, and renders
-both the exposition and the view the diagnoses read.
+Every host source (windows_exporter, WinRM, PerfMon log, node_exporter) reduces a poll
+to ``DiskReading``s: cumulative counters in SI units. ``HostCooker`` unwraps them to
+monotonic 64-bit values at the wrap points the source's catalogue gives
+(``hosts/catalogue.py``: Windows operation counts and PERF_AVERAGE_TIMER numerators
+are 32-bit, and so is every Linux diskstats time), computes rates over the interval,
+and renders both the exposition and the view the diagnoses read. A source that counts
+busy time (Linux io_ticks) rather than idle time gives idle = 1 - busy.
 
 Latency comes from the 64-bit queue integrals (% Disk Read/Write Time, in seconds)
 where the source has them: with N I/Os outstanding the integral grows N s/s, so
 Δintegral/Δops is the mean latency (Little's law) and never wraps. The 32-bit
 Avg. Disk sec/op numerator grows just as fast but wraps every 429.5/N s, which is
-several times a poll under load; it is the fallback, taken modulo 2^32.
+several times a poll under load; it is the fallback, taken modulo 2^32. Linux's read and
+write time sums are the same integrals in 32-bit milliseconds: they wrap only after 49.7/N
+days, and are unwrapped the same way.
 
 Counters carry ``host, disk[, op]`` only; the LUN a disk maps to is on
 ``sanlens_host_disk_info``, so a mapping that changes (a LUN moved, an inventory
@@ -19,30 +23,40 @@ that failed) never changes a counter's identity.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sanlens.hosts.catalogue import WINDOWS_EXPORTER, WRAP32
 from sanlens.hosts.mapping import DiskMapping
-from sanlens.model import HostDiskStats, HostView, Metric, MetricBuilder, Snapshot
+from sanlens.model import (
+    HostDiskStats,
+    HostPathStats,
+    HostView,
+    Metric,
+    MetricBuilder,
+    Platform,
+    Snapshot,
+)
 
-WRAP32 = float(2**32)
 # windows_exporter scales the 32-bit PERF_AVERAGE_TIMER numerator by 1e-7 s per tick.
 WRAP32_LATENCY_S = WRAP32 * 1e-7
 
-# counter field -> wrap modulus in its exposed unit (None: a 64-bit counter, a drop is a reset)
-COUNTER_FIELDS: dict[str, float | None] = {
-    "reads": WRAP32,
-    "writes": WRAP32,
-    "read_bytes": None,
-    "write_bytes": None,
-    "read_latency_s": WRAP32_LATENCY_S,
-    "write_latency_s": WRAP32_LATENCY_S,
-    "read_time_s": None,
-    "write_time_s": None,
-    "idle_s": None,
-    "split_ios": WRAP32,
-}
+# counter field -> wrap modulus in its exposed unit (None: a 64-bit counter, a drop is a reset);
+# the Windows sources' widths, from their catalogue. Other sources pass their own to HostCooker.
+Moduli = Mapping[str, float | None]
+COUNTER_FIELDS: dict[str, float | None] = WINDOWS_EXPORTER.moduli()
+# counters of one path device (a Linux sdX under its multipath map)
+PATH_FIELDS = (
+    "reads",
+    "writes",
+    "read_bytes",
+    "write_bytes",
+    "read_time_s",
+    "write_time_s",
+    "busy_s",
+    "queue_time_s",
+)
 
 # Per-second changes no single disk makes (a PCIe 5.0 x16 link moves ~64 GB/s; the fastest
 # devices do a few million IOPS): a counter that grows faster has restarted, not counted.
@@ -56,10 +70,27 @@ MAX_RATE: dict[str, float] = {
 
 
 @dataclass(frozen=True, slots=True)
+class PathReading:
+    """One path device of a multipathed disk in one poll (Linux: an sdX under its dm map)."""
+
+    path: str
+    state: str = ""  # SCSI device state (running, offline, transport-offline, ...) or NVMe (live, ...)
+    access_state: str = ""  # ALUA access_state, where the host exports it
+    reads: float | None = None
+    writes: float | None = None
+    read_bytes: float | None = None
+    write_bytes: float | None = None
+    read_time_s: float | None = None
+    write_time_s: float | None = None
+    busy_s: float | None = None
+    queue_time_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DiskReading:
     """One disk in one poll; counters are cumulative (ops, bytes, seconds)."""
 
-    disk: str  # PhysicalDisk number, e.g. "1"
+    disk: str  # PhysicalDisk number ("1"), or a Linux multipath map's name ("mpatha")
     drives: tuple[str, ...] = ()
     serial: str = ""
     paths: int | None = None  # MPIO paths seen on the host, when known
@@ -75,6 +106,19 @@ class DiskReading:
     idle_s: float | None = None
     split_ios: float | None = None
     queue_length: float | None = None  # current, not cumulative
+    busy_s: float | None = None  # seconds with an I/O in flight (Linux io_ticks): idle = 1 - rate
+    queue_time_s: float | None = None  # the queue-length integral (Linux weighted io_ticks)
+    discards: float | None = None
+    discard_time_s: float | None = None
+    flushes: float | None = None
+    flush_time_s: float | None = None
+    wwid: str = ""  # SCSI WWID (Linux: the multipath map's), the key of the LUN join
+    aliases: tuple[str, ...] = ()  # other names a static `disks:` entry may use (the kernel's dm-N)
+    platform: Platform = "windows"
+    local: bool = False  # the source knows it is no SAN LUN
+    known_paths: int | None = None  # paths the host lists for the disk, failed ones included
+    queue_depth: int | None = None  # per-LUN queue depth the host reports
+    path_readings: tuple[PathReading, ...] = ()
 
 
 @dataclass
@@ -126,41 +170,100 @@ def _delta(prev: float | None, cur: float | None) -> float | None:
     return None if prev is None or cur is None else cur - prev
 
 
-def cumulative_rates(host: str, prev: DiskReading, cur: DiskReading, dt: float) -> HostDiskStats:
-    """Rates from two unwrapped readings: IOPS, Avg. Disk sec/op = Δlatency/Δops, idle = Δidle/Δt."""
+def _ratio01(x: float | None) -> float | None:
+    return None if x is None else min(max(x, 0.0), 1.0)
 
-    def rate(name: str) -> float | None:
-        d = _delta(getattr(prev, name), getattr(cur, name))
-        return None if d is None or dt <= 0 else d / dt
 
-    def per_op(integral: str, lat: str, ops: str) -> float | None:
-        dl = _delta(getattr(prev, integral), getattr(cur, integral))
-        if dl is None:  # no 64-bit integral in one of the polls: the 32-bit numerator, unwrapped
-            dl = _delta(getattr(prev, lat), getattr(cur, lat))
-        do = _delta(getattr(prev, ops), getattr(cur, ops))
+class _Rates:
+    """Rates between two unwrapped readings of a disk or of a path device."""
+
+    def __init__(self, prev: object, cur: object, dt: float) -> None:
+        self.prev, self.cur, self.dt = prev, cur, dt
+
+    def rate(self, name: str) -> float | None:
+        d = _delta(getattr(self.prev, name), getattr(self.cur, name))
+        return None if d is None or self.dt <= 0 else d / self.dt
+
+    def per_op(self, integral: str, ops: str, numerator: str = "") -> float | None:
+        """Δintegral / Δops: the mean latency by Little's law (the 32-bit numerator as a fallback)."""
+        dl = _delta(getattr(self.prev, integral), getattr(self.cur, integral))
+        if dl is None and numerator:  # no 64-bit integral in one of the polls: the numerator, unwrapped
+            dl = _delta(getattr(self.prev, numerator), getattr(self.cur, numerator))
+        do = _delta(getattr(self.prev, ops), getattr(self.cur, ops))
         return None if dl is None or not do else dl / do
 
-    idle = rate("idle_s")
+    def idle(self) -> float | None:
+        """Idle ratio from idle time (Windows) or, failing that, from busy time (Linux io_ticks)."""
+        idle = self.rate("idle_s")
+        if idle is None:
+            busy = self.rate("busy_s")
+            idle = None if busy is None else 1.0 - busy
+        return _ratio01(idle)
+
+
+def _path_stats(
+    prev: DiskReading, cur: DiskReading, dt: float, reset: frozenset[str]
+) -> tuple[HostPathStats, ...]:
+    before = {p.path: p for p in prev.path_readings}
+    out = []
+    for p in cur.path_readings:
+        q = before.get(p.path)
+        if q is None or p.path in reset:
+            out.append(HostPathStats(p.path, p.state, p.access_state))
+            continue
+        r = _Rates(q, p, dt)
+        busy = r.rate("busy_s")
+        out.append(
+            HostPathStats(
+                p.path,
+                p.state,
+                p.access_state,
+                read_iops=r.rate("reads"),
+                write_iops=r.rate("writes"),
+                read_latency_s=r.per_op("read_time_s", "reads"),
+                write_latency_s=r.per_op("write_time_s", "writes"),
+                read_bytes_s=r.rate("read_bytes"),
+                write_bytes_s=r.rate("write_bytes"),
+                busy_ratio=_ratio01(busy),
+                outstanding_io=r.rate("queue_time_s"),
+            )
+        )
+    return tuple(out)
+
+
+def cumulative_rates(
+    host: str, prev: DiskReading, cur: DiskReading, dt: float, path_reset: frozenset[str] = frozenset()
+) -> HostDiskStats:
+    """Rates from two unwrapped readings: IOPS, Avg. Disk sec/op = Δlatency/Δops, idle = Δidle/Δt
+    (or 1 - Δbusy/Δt), mean I/Os in flight = Δqueue integral/Δt, and the same per path device."""
+    r = _Rates(prev, cur, dt)
     return HostDiskStats(
         host=host,
         disk=cur.disk,
-        read_iops=rate("reads"),
-        write_iops=rate("writes"),
-        read_latency_s=per_op("read_time_s", "read_latency_s", "reads"),
-        write_latency_s=per_op("write_time_s", "write_latency_s", "writes"),
-        idle_ratio=None if idle is None else min(max(idle, 0.0), 1.0),
+        read_iops=r.rate("reads"),
+        write_iops=r.rate("writes"),
+        read_latency_s=r.per_op("read_time_s", "reads", "read_latency_s"),
+        write_latency_s=r.per_op("write_time_s", "writes", "write_latency_s"),
+        idle_ratio=r.idle(),
         queue_length=cur.queue_length,
-        read_bytes_s=rate("read_bytes"),
-        write_bytes_s=rate("write_bytes"),
-        split_iops=rate("split_ios"),
+        read_bytes_s=r.rate("read_bytes"),
+        write_bytes_s=r.rate("write_bytes"),
+        split_iops=r.rate("split_ios"),
+        outstanding_io=r.rate("queue_time_s"),
+        path_stats=_path_stats(prev, cur, dt, path_reset),
     )
 
 
 class HostCooker:
-    """Per-source state between polls: unwrapping and the previous readings."""
+    """Per-source state between polls: unwrapping and the previous readings.
 
-    def __init__(self, host: str) -> None:
+    ``moduli``: each cumulative field's wrap point, from the source's catalogue (the Windows
+    widths by default).
+    """
+
+    def __init__(self, host: str, moduli: Moduli | None = None) -> None:
         self.host = host
+        self.moduli: Moduli = COUNTER_FIELDS if moduli is None else moduli
         self.unwrap = Unwrapper()
         self._prev: dict[str, DiskReading] = {}
         self._prev_ts: float | None = None
@@ -169,10 +272,32 @@ class HostCooker:
         """The reading made monotonic; ``reset`` holds every counter of the disk still."""
         values: dict[str, Any] = {
             n: self.unwrap(r.disk, n, float(v), m, reset)
-            for n, m in COUNTER_FIELDS.items()
-            if (v := getattr(r, n)) is not None
+            for n, m in self.moduli.items()
+            if (v := getattr(r, n, None)) is not None
         }
+        if r.path_readings:
+            values["path_readings"] = tuple(self._unwrap_path(r.disk, p, reset) for p in r.path_readings)
         return replace(r, **values)
+
+    def _unwrap_path(self, disk: str, p: PathReading, reset: bool) -> PathReading:
+        key = f"{disk}/{p.path}"
+        values: dict[str, Any] = {
+            n: self.unwrap(key, n, float(v), self.moduli.get(n), reset)
+            for n in PATH_FIELDS
+            if (v := getattr(p, n)) is not None
+        }
+        return replace(p, **values)
+
+    def _path_resets(self, r: DiskReading) -> frozenset[str]:
+        """Path devices whose counters restarted (a path removed and found again): no rates this interval."""
+        out = set()
+        for p in r.path_readings:
+            key = f"{r.disk}/{p.path}"
+            for n in PATH_FIELDS:
+                v, last = getattr(p, n), self.unwrap.last_raw(key, n)
+                if v is not None and last is not None and self.moduli.get(n) is None and v < last:
+                    out.add(p.path)
+        return frozenset(out)
 
     def _restarted(self, readings: list[DiskReading], dt: float | None) -> bool:
         """Whether the host's counters restarted since the last poll (reboot, exporter restart).
@@ -184,8 +309,8 @@ class HostCooker:
         whose new value reads as a wrap or as growth.
         """
         for r in readings:
-            for name, modulus in COUNTER_FIELDS.items():
-                v = getattr(r, name)
+            for name, modulus in self.moduli.items():
+                v = getattr(r, name, None)
                 last = None if v is None else self.unwrap.last_raw(r.disk, name)
                 if v is None or last is None:
                     continue
@@ -212,8 +337,11 @@ class HostCooker:
             else (timestamp - self._prev_ts if self._prev_ts is not None else None)
         )
         restarted = self._restarted(readings, dt)
+        path_resets = {r.disk: self._path_resets(r) for r in readings if r.path_readings}
         unwrapped = [self.unwrap_reading(r, restarted) for r in readings]
-        self.unwrap.forget_except({r.disk for r in readings})
+        self.unwrap.forget_except(
+            {r.disk for r in readings} | {f"{r.disk}/{p.path}" for r in readings for p in r.path_readings}
+        )
         stats: list[HostDiskStats] = []
         for r in unwrapped:
             m = mappings.get(r.disk, DiskMapping(r.serial))
@@ -221,9 +349,14 @@ class HostCooker:
             if rates is not None and r.disk in rates:
                 s = rates[r.disk]
             elif prev is not None and dt:
-                s = cumulative_rates(self.host, prev, r, dt)
+                s = cumulative_rates(self.host, prev, r, dt, path_resets.get(r.disk, frozenset()))
             else:
-                s = HostDiskStats(self.host, r.disk, queue_length=r.queue_length)
+                s = HostDiskStats(
+                    self.host,
+                    r.disk,
+                    queue_length=r.queue_length,
+                    path_stats=tuple(HostPathStats(p.path, p.state, p.access_state) for p in r.path_readings),
+                )
             stats.append(
                 replace(
                     s,
@@ -241,6 +374,8 @@ class HostCooker:
                     observed_paths=m.observed_paths,
                     configured_paths=m.configured_paths,
                     optimized_paths=r.optimized_paths,
+                    platform=r.platform,
+                    local=r.local,
                 )
             )
         self._prev = {r.disk: r for r in unwrapped}
@@ -278,7 +413,12 @@ def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMappi
             },
             1.0,
         )
-        for op, ops in (("read", r.reads), ("write", r.writes)):
+        for op, ops in (
+            ("read", r.reads),
+            ("write", r.writes),
+            ("discard", r.discards),
+            ("flush", r.flushes),
+        ):
             if ops is not None:
                 b.add(
                     "sanlens_host_disk_ops_total",
@@ -290,6 +430,8 @@ def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMappi
         for op, lat in (
             ("read", _latency(r.read_time_s, r.read_latency_s)),
             ("write", _latency(r.write_time_s, r.write_latency_s)),
+            ("discard", r.discard_time_s),
+            ("flush", r.flush_time_s),
         ):
             if lat is not None:
                 b.add(
@@ -309,6 +451,23 @@ def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMappi
                 "Seconds the disk was idle; rate() is the idle ratio 0..1.",
                 lv,
                 r.idle_s,
+            )
+        if r.busy_s is not None:
+            b.add(
+                "sanlens_host_disk_busy_seconds_total",
+                "counter",
+                "Seconds with at least one I/O in flight (Linux io_ticks); 1 - rate() is the idle ratio.",
+                lv,
+                r.busy_s,
+            )
+        if r.queue_time_s is not None:
+            b.add(
+                "sanlens_host_disk_queue_seconds_total",
+                "counter",
+                "Sum of every I/O's time in flight (the queue-length integral); rate() is the mean I/Os in "
+                "flight (iostat aqu-sz).",
+                lv,
+                r.queue_time_s,
             )
         if r.split_ios is not None:
             b.add(
@@ -350,4 +509,55 @@ def render(host: str, readings: list[DiskReading], mappings: dict[str, DiskMappi
             lv,
             m.configured_paths,
         )
+        if r.wwid:
+            b.add(
+                "sanlens_host_disk_multipath_info",
+                "info",
+                "A Linux disk's dm-multipath map: its kernel device (dm-N) and SCSI WWID.",
+                {**lv, "device": next(iter(r.aliases), ""), "wwid": r.wwid},
+                1.0,
+            )
+        _render_paths(b, lv, r)
     return b.build()
+
+
+def _render_paths(b: MetricBuilder, lv: dict[str, str], r: DiskReading) -> None:
+    """The ``sanlens_host_disk_path_*`` families: each path device of a multipathed disk."""
+    for p in sorted(r.path_readings, key=lambda x: (len(x.path), x.path)):
+        pv = {**lv, "path": p.path}
+        b.add(
+            "sanlens_host_disk_path_info",
+            "info",
+            "A path device of a multipathed disk: its device state (running, transport-offline, ...) and "
+            "ALUA access state where exported.",
+            {**pv, "state": p.state, "access_state": p.access_state},
+            1.0,
+        )
+        for family, help_, pairs in (
+            (
+                "sanlens_host_disk_path_ops_total",
+                "Operations completed on the path device.",
+                (("read", p.reads), ("write", p.writes)),
+            ),
+            (
+                "sanlens_host_disk_path_latency_seconds_total",
+                "Sum of the path device's operation latencies; divided by its ops, seconds per op.",
+                (("read", p.read_time_s), ("write", p.write_time_s)),
+            ),
+            (
+                "sanlens_host_disk_path_bytes_total",
+                "Bytes transferred through the path device.",
+                (("read", p.read_bytes), ("write", p.write_bytes)),
+            ),
+        ):
+            for op, v in pairs:
+                if v is not None:
+                    b.add(family, "counter", help_, {**pv, "op": op}, v)
+        if p.busy_s is not None:
+            b.add(
+                "sanlens_host_disk_path_busy_seconds_total",
+                "counter",
+                "Seconds the path device had at least one I/O in flight.",
+                pv,
+                p.busy_s,
+            )

@@ -23,25 +23,14 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from sanlens.hosts.catalogue import WINDOWS_EXPORTER
 from sanlens.hosts.cooking import DiskReading
 from sanlens.hosts.mapping import normalize_drive
 
 COLLECTORS = ("logical_disk", "physical_disk", "textfile")
 
-_PD = "windows_physical_disk_"
-_FIELDS = {
-    _PD + "reads_total": "reads",
-    _PD + "writes_total": "writes",
-    _PD + "read_bytes_total": "read_bytes",
-    _PD + "write_bytes_total": "write_bytes",
-    _PD + "read_latency_seconds_total": "read_latency_s",
-    _PD + "write_latency_seconds_total": "write_latency_s",
-    _PD + "read_seconds_total": "read_time_s",
-    _PD + "write_seconds_total": "write_time_s",
-    _PD + "idle_seconds_total": "idle_s",
-    _PD + "split_ios_total": "split_ios",
-    _PD + "requests_queued": "queue_length",
-}
+# family -> DiskReading field, from the catalogue that also gives each counter's width
+_FIELDS = WINDOWS_EXPORTER.fields()
 SERIAL_FAMILY = "sanlens_windows_disk_info"
 PATHS_FAMILY = "sanlens_windows_disk_paths"
 # ALUA states of MPIO paths (MPIO_DSM_Path_V2.TargetPortGroup_State; mpclaim prints Active/Optimized,

@@ -1,9 +1,11 @@
-"""Which ONTAP LUN backs a host disk: by LUN serial, else by a static config entry.
+"""Which ONTAP LUN backs a host disk: by LUN serial or WWID, else by a static config entry.
 
 Windows reports the LUN serial as the disk's ``SerialNumber`` (Get-Disk), which is
-ONTAP's ``serial_number``; that join needs no configuration. Static entries (host
-disk number or drive letter → cluster/svm/LUN path) cover hosts where the serial
-is not visible, and carry per-disk overrides (data class, queue depth, paths).
+ONTAP's ``serial_number``; Linux reports the SCSI WWID of the multipath map
+(``3600a0980`` + the serial's hex). Either join needs no configuration. Static
+entries (a Windows disk number or drive letter, a Linux multipath map name, dm-N or
+WWID → cluster/svm/LUN path) cover hosts where the identity is not visible, and
+carry per-disk overrides (data class, queue depth, paths).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sanlens.config import HostDiskMapping, HostTarget
-from sanlens.join import LunDirectory, volume_from_path
+from sanlens.join import LunDirectory, normalize_wwid, volume_from_path
 
 MappingKind = Literal["serial", "static", "none"]
 
@@ -39,10 +41,16 @@ def normalize_drive(drive: str) -> str:
     return d + ":" if len(d) == 1 and d.isalpha() else d
 
 
-def _static_entry(target: HostTarget, disk: str, drives: Iterable[str]) -> HostDiskMapping | None:
+def _static_entry(
+    target: HostTarget, disk: str, drives: Iterable[str], aliases: Iterable[str] = (), wwid: str = ""
+) -> HostDiskMapping | None:
     wanted = {normalize_drive(d) for d in drives}
+    names = {disk, *aliases}
+    key = normalize_wwid(wwid) if wwid else ""
     for entry in target.disks:
-        if entry.disk is not None and entry.disk.strip() == disk:
+        if entry.disk is not None and (
+            entry.disk.strip() in names or (key and normalize_wwid(entry.disk) == key)
+        ):
             return entry
         if entry.drive is not None and normalize_drive(entry.drive) in wanted:
             return entry
@@ -56,13 +64,23 @@ def resolve(
     drives: Iterable[str] = (),
     serial: str = "",
     observed_paths: int | None = None,
+    *,
+    wwid: str = "",
+    aliases: Iterable[str] = (),
+    known_paths: int | None = None,
+    observed_queue_depth: int | None = None,
 ) -> DiskMapping:
-    """Map one disk; precedence: static LUN entry, then serial, then unmapped."""
-    entry = _static_entry(target, disk, drives)
+    """Map one disk; precedence: static LUN entry, then WWID (Linux) or serial, then unmapped.
+
+    ``known_paths``: the paths the host lists for the disk, failed ones included (Linux keeps a
+    failed path device until dev_loss_tmo removes it): the disk should have at least those.
+    ``observed_queue_depth``: the per-LUN queue depth the host reports; a disk entry's wins.
+    """
+    entry = _static_entry(target, disk, drives, aliases, wwid)
     data_class = (entry.data_class if entry else None) or target.data_class
-    queue_depth = (entry.queue_depth if entry else None) or target.queue_depth
+    queue_depth = (entry.queue_depth if entry else None) or observed_queue_depth or target.queue_depth
     paths = (entry.paths if entry else None) or observed_paths or target.paths
-    configured = (entry.paths if entry else None) or target.paths
+    configured = max((entry.paths if entry else None) or target.paths, known_paths or 0)
     serial = serial.strip()
     base = DiskMapping(
         serial,
@@ -88,12 +106,13 @@ def resolve(
             observed_paths,
             configured,
         )
-    if serial:
+    if serial or wwid:
         # a disks: entry that names only a cluster decides which copy a shared serial joins
-        ident = directory.by_serial(serial, entry.cluster if entry is not None else None)
+        hint = entry.cluster if entry is not None else None
+        ident = directory.by_wwid(wwid, hint) if wwid else directory.by_serial(serial, hint)
         if ident is not None:
             return DiskMapping(
-                serial,
+                serial or ident.serial,
                 ident.cluster,
                 ident.svm,
                 ident.volume or volume_from_path(ident.lun),

@@ -25,6 +25,7 @@ from typing import Any
 
 from sanlens.config import HostTarget
 from sanlens.errors import SourceError
+from sanlens.hosts.catalogue import PERFMON
 from sanlens.hosts.cooking import DiskReading
 from sanlens.hosts.perfmon import LogHeader, PerfmonLog, PerfmonParseError, parse_timestamp, to_float
 from sanlens.hosts.sources import HostSource
@@ -33,20 +34,8 @@ from sanlens.model import HostDiskStats
 
 log = logging.getLogger(__name__)
 
-# English PhysicalDisk counter (lower case) -> HostDiskStats field
-DISK_COUNTERS = {
-    "disk reads/sec": "read_iops",
-    "disk writes/sec": "write_iops",
-    "avg. disk sec/read": "read_latency_s",
-    "avg. disk sec/write": "write_latency_s",
-    "% idle time": "idle_ratio",
-    "current disk queue length": "queue_length",
-    "disk read bytes/sec": "read_bytes_s",
-    "disk write bytes/sec": "write_bytes_s",
-    "split io/sec": "split_iops",
-    "avg. disk read queue length": "read_queue",
-    "avg. disk write queue length": "write_queue",
-}
+# English PhysicalDisk counter (lower case) -> HostDiskStats field, from the PerfMon catalogue
+DISK_COUNTERS = {c.name.lower(): c.feeds for c in PERFMON.counters}
 TAIL_BYTES = 256 * 1024
 
 

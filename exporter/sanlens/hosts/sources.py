@@ -1,7 +1,9 @@
 """Host sources: one per configured host, chosen by ``source:`` in the config.
 
 Each poll reduces the host to ``DiskReading``s, maps every disk to its ONTAP LUN
-(by serial, or statically) and lets ``HostCooker`` build the snapshot.
+(by serial or WWID, or statically) and lets ``HostCooker`` build the snapshot.
+``HttpScrapeSource`` is the HTTP part the exporters' ``/metrics`` share
+(windows_exporter here, node_exporter in ``hosts/node_exporter.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from sanlens.config import HostTarget
 from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SanlensError, SourceError
 from sanlens.freshness import ReceiveClock
-from sanlens.hosts.cooking import DiskReading, HostCooker
+from sanlens.hosts.cooking import DiskReading, HostCooker, Moduli
 from sanlens.hosts.exporter_scrape import COLLECTORS, ScrapeParseError, parse_scrape
 from sanlens.hosts.mapping import DiskMapping, resolve
 from sanlens.join import LunDirectory
@@ -29,12 +31,13 @@ class HostSource:
     """Common part: mapping and cooking. Subclasses implement ``read()``."""
 
     kind = "host"
+    moduli: Moduli | None = None  # the source's counter widths (hosts/catalogue.py); None: Windows'
 
     def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
         self.target, self.directory = target, directory
         self.name = target.name
         self.interval = float(target.poll_interval)
-        self.cooker = HostCooker(target.name)
+        self.cooker = HostCooker(target.name, self.moduli)
         # Unix seconds whose differences (windows_exporter gives no sample time of its own: the rate
         # intervals) an NTP step cannot distort; injectable for tests
         self.clock: Callable[[], float] = ReceiveClock()
@@ -46,7 +49,18 @@ class HostSource:
     def poll(self) -> Snapshot:
         ts, readings, rates, interval = self.read()
         mappings: dict[str, DiskMapping] = {
-            r.disk: resolve(self.target, self.directory, r.disk, r.drives, r.serial, r.paths)
+            r.disk: resolve(
+                self.target,
+                self.directory,
+                r.disk,
+                r.drives,
+                r.serial,
+                r.paths,
+                wwid=r.wwid,
+                aliases=r.aliases,
+                known_paths=r.known_paths,
+                observed_queue_depth=r.queue_depth,
+            )
             for r in readings
         }
         return self.cooker.cook(ts, readings, mappings, rates, interval)
@@ -74,13 +88,14 @@ def scrape_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
 
 
-class WindowsExporterSource(HostSource):
-    kind = "windows_exporter"
+class HttpScrapeSource(HostSource):
+    """A host exporter's ``/metrics`` over HTTP(S): basic auth or a client certificate, a private CA,
+    a password file re-read when it changes, and a request the poller can cut at its deadline.
+    Subclasses give the URL and ``parse()`` the text."""
 
-    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
+    def __init__(self, target: HostTarget, directory: LunDirectory, url: str) -> None:
         super().__init__(target, directory)
-        assert target.url, "config validation guarantees a url"
-        self.url = scrape_url(target.url)
+        self.url = url
         self.session = requests.Session()
         self.adapter = AbortableAdapter(max_retries=0)
         self.session.mount("http://", self.adapter)
@@ -98,17 +113,16 @@ class WindowsExporterSource(HostSource):
         # also on each request: the environment may override the session's
         self.session.verify = self.trust.verify
 
-    def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
-        where = safe_url(self.url)
+    def fetch(self, url: str) -> requests.Response:
+        """GET ``url``; transport failures and refused credentials as SourceError, any other status returned."""
+        where = safe_url(url)
         reauthed = False
         self.adapter.resume()
         while True:
             self.adapter.check()
             self.auth_retry.before_request()
             try:
-                resp = self.session.get(
-                    self.url, timeout=float(self.target.timeout), verify=self.trust.verify
-                )
+                resp = self.session.get(url, timeout=float(self.target.timeout), verify=self.trust.verify)
             except requests.Timeout:
                 raise SourceError(f"{where}: timed out", reason="timeout") from None
             except requests.exceptions.SSLError as e:
@@ -122,21 +136,24 @@ class WindowsExporterSource(HostSource):
                 reauthed = True  # the password file changed since this request was sent: once more
                 continue
             break
-        ts = self.clock()
         if resp.status_code in (401, 403):
             raise SourceError(f"{where}: HTTP {resp.status_code} (check auth)", reason="auth")
+        return resp
+
+    def scrape(self) -> tuple[float, str]:
+        """(receive time, page text) of one scrape of ``self.url``."""
+        resp = self.fetch(self.url)
+        ts = self.clock()
         if resp.status_code != 200:
-            raise SourceError(f"{where}: HTTP {resp.status_code}", reason="http")
-        try:
-            readings = parse_scrape(resp.text)
-        except ScrapeParseError as e:
-            raise SourceError(f"{where}: {e}", reason="parse") from None
-        if not readings:
-            raise SourceError(
-                f"{where}: no windows_physical_disk_* series (is the physical_disk collector on?)",
-                reason="parse",
-            )
-        return ts, readings, None, None
+            raise SourceError(f"{safe_url(self.url)}: HTTP {resp.status_code}", reason="http")
+        return ts, resp.text
+
+    def parse(self, text: str) -> list[DiskReading]:
+        raise NotImplementedError
+
+    def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
+        ts, text = self.scrape()
+        return ts, self.parse(text), None, None
 
     def abort(self) -> None:
         """Cut the request of a poll abandoned at its deadline (see sanlens.abortable)."""
@@ -146,10 +163,36 @@ class WindowsExporterSource(HostSource):
         self.session.close()
 
 
+class WindowsExporterSource(HttpScrapeSource):
+    kind = "windows_exporter"
+
+    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
+        assert target.url, "config validation guarantees a url"
+        super().__init__(target, directory, scrape_url(target.url))
+
+    def parse(self, text: str) -> list[DiskReading]:
+        where = safe_url(self.url)
+        try:
+            readings = parse_scrape(text)
+        except ScrapeParseError as e:
+            raise SourceError(f"{where}: {e}", reason="parse") from None
+        if not readings:
+            raise SourceError(
+                f"{where}: no windows_physical_disk_* series (is the physical_disk collector on?)",
+                reason="parse",
+            )
+        return readings
+
+
 def make_host_source(target: HostTarget, directory: LunDirectory) -> Source:
-    """The source for ``target.source``: windows_exporter, winrm (extra sanlens[winrm]) or perfmon."""
+    """The source for ``target.source``: windows_exporter, winrm (extra sanlens[winrm]), perfmon or
+    node_exporter (Linux)."""
     if target.source == "windows_exporter":
         return WindowsExporterSource(target, directory)
+    if target.source == "node_exporter":
+        from sanlens.hosts.node_exporter import NodeExporterSource
+
+        return NodeExporterSource(target, directory)
     if target.source == "winrm":
         from sanlens.hosts.winrm import WinRMSource
 

@@ -28,6 +28,16 @@ from sanlens.sim.world import (
 )
 
 
+def _sd_name(i: int) -> str:
+    """The kernel's name of the i-th SCSI disk (0 -> sda, 25 -> sdz, 26 -> sdaa)."""
+    letters = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        letters = chr(ord("a") + r) + letters
+    return "sd" + letters
+
+
 def io_for(ops: float, read_share: float, read_ms: float, write_ms: float, io_kb: float = 8.0) -> IoRates:
     r, w = ops * read_share, ops * (1.0 - read_share)
     return IoRates(
@@ -204,6 +214,67 @@ class Builder:
         host.disks.append(d)
         return d
 
+    def linux_host(self, name: str, dmmultipath: bool = True) -> Host:
+        """A Linux host with node_exporter; ``sda`` is its local boot disk, not a LUN."""
+        h = Host(name, os="linux", dmmultipath=dmmultipath)
+        h.disks.append(
+            HostDisk(
+                "sda",
+                "",
+                lun_serial("local", name),
+                "PERC H730P",
+                15.0,
+                40.0,
+                0.0003,
+                0.0005,
+                0.97,
+                0.0,
+                paths=1,
+            )
+        )
+        self.hosts.append(h)
+        return h
+
+    def linux_disk(
+        self,
+        host: Host,
+        lun: Lun,
+        lat_ms: tuple[float, float],
+        idle: float,
+        queue: float,
+        paths: int = 2,
+        failed: int = 0,
+        optimized_paths: int | None = None,
+    ) -> HostDisk:
+        """A dm-multipath map on ``lun`` (named mpatha, mpathb, ...) over ``paths`` SCSI path devices,
+        the last ``failed`` of them lost; the same ops as the LUN, host-side latency."""
+        maps = [d for d in host.disks if d.dm]
+        taken = sum(len(d.path_devices) for d in host.disks) + 1  # sda is the boot disk
+        devices = tuple(_sd_name(taken + i) for i in range(paths))
+        d = HostDisk(
+            f"mpath{chr(ord('a') + len(maps))}",
+            "",
+            lun.serial,
+            "NETAPP LUN C-Mode",
+            lun.io.read_ops,
+            lun.io.write_ops,
+            lat_ms[0] / 1000.0,
+            lat_ms[1] / 1000.0,
+            idle,
+            queue,
+            paths=paths,
+            optimized_paths=optimized_paths,
+            read_io_bytes=lun.io.read_bytes / lun.io.read_ops if lun.io.read_ops else 8192.0,
+            write_io_bytes=lun.io.write_bytes / lun.io.write_ops if lun.io.write_ops else 8192.0,
+            lun_key=lun.key,
+            dm=f"dm-{len(maps) + 2}",  # dm-0 and dm-1: the boot disk's LVM root and swap
+            path_devices=devices,
+            lost=devices[len(devices) - failed :] if failed else (),
+            failed=devices[len(devices) - failed :] if failed else (),
+        )
+        host.disks.append(d)
+        return d
+
     # -- scale padding
     def fill(
         self,
@@ -234,7 +305,7 @@ class Builder:
         # remaining disks: spares spread over the nodes
         for i in range(n_disk):
             self.spare(self.nodes[i % len(self.nodes)])
-        while hosts is not None and len(self.hosts) < hosts:
+        while hosts is not None and len([h for h in self.hosts if h.os == "windows"]) < hosts:
             self._fill_host()
 
     def disks_all(self) -> list[Disk]:
@@ -251,7 +322,7 @@ class Builder:
             self.filler_aggrs.append(self.aggregate(node, groups, name=f"fill_aggr{i:03d}"))
 
     def _fill_host(self) -> None:
-        h = self.host(f"sql{len(self.hosts) + 1:02d}")
+        h = self.host(f"sql{len([x for x in self.hosts if x.os == 'windows']) + 1:02d}")
         pool = [x for v in self.filler_vols for x in self.luns_of(v)] or self.luns
         taken = {d.lun_key for hh in self.hosts for d in hh.disks}
         free = [x for x in pool if x.key not in taken]

@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     )
     for h in sim.hosts:
         print(f"  windows_exporter: {sim.url}/windows/{h}/metrics", flush=True)
+    for h in sim.linux_hosts:
+        print(f"  node_exporter:    {sim.url}/linux/{h}/metrics", flush=True)
     print(f"  control:    {sim.url}/-/sim/state", flush=True)
     if sim.cert_file:
         print(f"  TLS certificate (self-signed): {sim.cert_file}", flush=True)

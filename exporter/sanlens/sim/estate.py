@@ -193,8 +193,25 @@ def hostdisk_rates(d: HostDisk) -> dict[str, float]:
         "read_seconds": r * d.read_lat_s,
         "write_seconds": w * d.write_lat_s,
         "idle": d.idle,
+        "busy": 1.0 - d.idle,  # Linux io_ticks: time with an I/O in flight
         "split_ios": 0.01 * (r + w),
     }
+
+
+def hostpath_rates(d: HostDisk, path: str) -> dict[str, float]:
+    """A path device of a Linux map: the live (optimized, not failed) paths share the map's I/O
+    (multipath's service-time selector keeps them even); a failed or standby path counts nothing."""
+    live = d.live_paths
+    if path not in live:
+        return {}
+    share = 1.0 / len(live)
+    whole = hostdisk_rates(d)
+    out = {k: whole[k] * share for k in ("reads", "writes", "read_bytes", "write_bytes")}
+    # below the map the request spends most of its time on the path: 95 % of the map's latency
+    out["read_seconds"] = whole["read_seconds"] * share * 0.95
+    out["write_seconds"] = whole["write_seconds"] * share * 0.95
+    out["busy"] = min(1.0, 1.0 - d.idle)
+    return out
 
 
 @dataclass(frozen=True)
@@ -219,6 +236,11 @@ KINDS: dict[str, Kind] = {
         lambda x: f"{x[0]}/{x[1].number}",
         lambda x: hostdisk_rates(x[1]),
     ),
+    "hostpath": Kind(
+        lambda w: [(h.name, d, p) for h in w.hosts for d in h.disks for p in d.path_devices],
+        lambda x: f"{x[0]}/{x[1].number}/{x[2]}",
+        lambda x: hostpath_rates(x[1], x[2]),
+    ),
 }
 
 
@@ -230,6 +252,7 @@ class Estate:
         self.lock = threading.RLock()
         self.counters: dict[str, CounterSet] = {}
         self.knobs: scenarios.Knobs | None = None
+        self.failed_paths: frozenset[str] = frozenset()  # "host/sdX" lost by the fault knob
         self.switch(scenario, knobs)
 
     def switch(self, name: str, raw_knobs: dict[str, Any], keep_scale: bool = False) -> None:
@@ -243,26 +266,42 @@ class Estate:
                         setattr(knobs, n, getattr(self.knobs, n))
             offsets = scen.phases(knobs)
             worlds = [scenarios.build_world(scen, knobs, p) for p in range(len(offsets))]
+            for w in worlds:
+                _fail_paths(w, self.failed_paths)
             now = self.clock()
-            counters: dict[str, CounterSet] = {}
-            for kind, spec in KINDS.items():
-                objs = spec.objects(worlds[0])
-                keys = [spec.key(o) for o in objs]
-                phase_rates = []
-                for w, off in zip(worlds, offsets, strict=True):
-                    by_key = {spec.key(o): spec.rates(o) for o in spec.objects(w)}
-                    phase_rates.append((now + off, [by_key.get(k, {}) for k in keys]))
-                first = phase_rates[0][1]
-                names = sorted(
-                    {n for r in first for n in r} | {n for _, rs in phase_rates for r in rs for n in r}
-                )
-                initial = [{n: v * UPTIME_S for n, v in r.items()} for r in first]
-                counters[kind] = CounterSet.build(
-                    keys, names, phase_rates, initial, self.counters.get(kind), now
-                )
+            counters = {
+                kind: self._counter_set(kind, worlds, [now + off for off in offsets], now) for kind in KINDS
+            }
             self.scenario, self.knobs, self.worlds, self.offsets = scen, knobs, worlds, offsets
             self.started = now
             self.counters = counters
+
+    def _counter_set(self, kind: str, worlds: list[World], starts: list[float], now: float) -> CounterSet:
+        """One kind's counters over the phase worlds, continuing from the current set's values at ``now``."""
+        spec = KINDS[kind]
+        keys = [spec.key(o) for o in spec.objects(worlds[0])]
+        phase_rates = []
+        for w, start in zip(worlds, starts, strict=True):
+            by_key = {spec.key(o): spec.rates(o) for o in spec.objects(w)}
+            phase_rates.append((start, [by_key.get(k, {}) for k in keys]))
+        first = phase_rates[0][1]
+        names = sorted({n for r in first for n in r} | {n for _, rs in phase_rates for r in rs for n in r})
+        initial = [{n: v * UPTIME_S for n, v in r.items()} for r in first]
+        return CounterSet.build(keys, names, phase_rates, initial, self.counters.get(kind), now)
+
+    def fail_paths(self, failed: frozenset[str]) -> None:
+        """Lose (or restore) Linux path devices, ``host/sdX``, now: only their counters change, the
+        scenario's time line goes on."""
+        with self.lock:
+            self.failed_paths = failed
+            for w in self.worlds:
+                _fail_paths(w, failed)
+            now = self.clock()
+            # phases already begun continue from now; later ones keep their start
+            starts = [max(self.started + off, now) for off in self.offsets]
+            current = self.phase(now)
+            worlds = [self.worlds[max(i, current)] for i in range(len(self.worlds))]
+            self.counters["hostpath"] = self._counter_set("hostpath", worlds, starts, now)
 
     def phase(self, t: float) -> int:
         p = 0
@@ -297,7 +336,8 @@ class Estate:
             "started": self.started,
             "cluster_name": w.cluster,
             "ontap_version": ".".join(map(str, w.version)),
-            "hosts": [h.name for h in w.hosts],
+            "hosts": [h.name for h in w.hosts if h.os == "windows"],
+            "linux_hosts": [h.name for h in w.hosts if h.os == "linux"],
             "counts": {
                 "nodes": len(w.nodes),
                 "aggregates": len(w.aggregates),
@@ -305,10 +345,20 @@ class Estate:
                 "luns": len(w.luns),
                 "disks": len(w.disks),
                 "fcp_lifs": len(w.lifs),
-                "hosts": len(w.hosts),
-                "host_disks": sum(len(h.disks) for h in w.hosts),
+                "hosts": sum(1 for h in w.hosts if h.os == "windows"),
+                "host_disks": sum(len(h.disks) for h in w.hosts if h.os == "windows"),
+                "linux_hosts": sum(1 for h in w.hosts if h.os == "linux"),
+                "linux_host_disks": sum(len(h.disks) for h in w.hosts if h.os == "linux"),
             },
         }
+
+
+def _fail_paths(world: World, failed: frozenset[str]) -> None:
+    """Mark the Linux path devices the fault knob lost, on top of the scenario's own failures."""
+    for h in world.hosts:
+        for d in h.disks:
+            if d.path_devices:
+                d.failed = tuple(p for p in d.path_devices if p in d.lost or f"{h.name}/{p}" in failed)
 
 
 def lun_of(world: World, key: str) -> Lun | None:

@@ -1,5 +1,6 @@
 """Fault knobs for reliability tests: slow answers, 5xx, 401, resets, bad JSON, counter resets,
-partial aggregation, a missing counter table and pagination loops. They apply to ``/api`` and ``/windows``, never to ``/-/sim``."""
+partial aggregation, a missing counter table, pagination loops and lost Linux path devices. They
+apply to ``/api``, ``/windows`` and ``/linux``, never to ``/-/sim``."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ class Faults:
     missing_table: str = ""  # a counter table answering 404 "Table is not found" ("" = none)
     # seconds every simulated Windows host's clock runs ahead (negative: behind) of the real time
     host_clock_offset_s: float = 0.0
+    # Linux path devices that lost their link, "host/sdX" comma-separated ("" = none): their SCSI
+    # state reads transport-offline and the map's other paths carry its I/O
+    failed_paths: str = ""
+
+    def failed_path_set(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.failed_paths.split(",") if p.strip())
 
     @classmethod
     def names(cls) -> list[str]:
@@ -45,6 +52,13 @@ class Faults:
             if k == "missing_table":
                 if not isinstance(v, str):
                     raise FaultError(f'{k} must be a counter table name or "", got {v!r}')
+                staged[k] = v
+                continue
+            if k == "failed_paths":
+                if not isinstance(v, str) or any(
+                    p.strip() and p.strip().count("/") != 1 for p in v.split(",")
+                ):
+                    raise FaultError(f'{k} must be "host/device" names, comma-separated, or "", got {v!r}')
                 staged[k] = v
                 continue
             if k in ("status_401", "counter_reset", "pagination_loop"):

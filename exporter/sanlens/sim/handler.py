@@ -1,4 +1,5 @@
-"""HTTP request handling of the simulator: ONTAP REST routes, windows_exporter pages, control and faults.
+"""HTTP request handling of the simulator: ONTAP REST routes, windows_exporter and node_exporter pages,
+control and faults.
 
 Faults (latency, 5xx, 401, resets, malformed JSON, pagination loops, partial
 aggregation, a missing counter table) apply to the data endpoints, never to the ``/-/`` control ones.
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
-from sanlens.sim import ontap_api, ontap_collections, ontap_tables, windows_api
+from sanlens.sim import linux_api, ontap_api, ontap_collections, ontap_tables, windows_api
 from sanlens.sim.estate import Estate
 from sanlens.sim.faults import FaultError
 from sanlens.sim.ontap_api import ApiError, Json
@@ -111,6 +112,8 @@ class Handler(BaseHTTPRequestHandler):
             self._apply_faults()
             if path.startswith("/windows/"):
                 self._windows(path)
+            elif path.startswith("/linux/"):
+                self._linux(path)
             elif path.startswith("/api/"):
                 self._api(path, parsed.path, query)
             else:
@@ -188,9 +191,10 @@ class Handler(BaseHTTPRequestHandler):
         with self.sim.estate.lock:
             t = self.sim.estate.clock()
             world = self.sim.estate.world(t)
-            host = next((h for h in world.hosts if h.name == parts[2]), None)
+            hosts = [h for h in world.hosts if h.os == "windows"]
+            host = next((h for h in hosts if h.name == parts[2]), None)
             if host is None:
-                raise ApiError(404, f"unknown host {parts[2]!r}; hosts: {[h.name for h in world.hosts]}", "3")
+                raise ApiError(404, f"unknown host {parts[2]!r}; hosts: {[h.name for h in hosts]}", "3")
             if parts[3] == "winrm":  # the JSON the WinRM source's PowerShell prints
                 doc = windows_api.winrm_document(self.sim.estate, host, t, skew)
             else:
@@ -198,6 +202,20 @@ class Handler(BaseHTTPRequestHandler):
         if parts[3] == "winrm":
             self._json(200, doc)
             return
+        self._send(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
+
+    # -- linux
+    def _linux(self, path: str) -> None:
+        parts = path.split("/")
+        if len(parts) != 4 or parts[3] != "metrics":
+            raise ApiError(404, f"no such linux endpoint {path}; use /linux/<host>/metrics", "3")
+        with self.sim.estate.lock:
+            t = self.sim.estate.clock()
+            hosts = [h for h in self.sim.estate.world(t).hosts if h.os == "linux"]
+            host = next((h for h in hosts if h.name == parts[2]), None)
+            if host is None:
+                raise ApiError(404, f"unknown host {parts[2]!r}; linux hosts: {[h.name for h in hosts]}", "3")
+            text = linux_api.render(self.sim.estate, host, t)
         self._send(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     # -- ONTAP

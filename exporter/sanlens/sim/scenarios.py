@@ -15,7 +15,7 @@ from typing import Any
 
 from sanlens.model import parse_ontap_version
 from sanlens.sim.builder import Builder
-from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Host, Node, Volume, World
+from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Host, Lun, Node, Volume, World
 
 CLUSTER = "sanlens-sim"
 MODERN = (9, 12, 1)
@@ -177,14 +177,22 @@ def _oversubscribed(b: Builder, aggr: Aggregate, k: Knobs, name: str = "sql01") 
         b.host_disk(h, lun, (lat_ms, lat_ms), idle=0.70, queue=2.0, paths=2)
 
 
+def _oversubscribed_linux(b: Builder, luns: list[Lun], k: Knobs, name: str = "ora01") -> None:
+    """A Linux host behind the same over-subscribed front end: dm-multipath maps on two paths each."""
+    lat_ms = 1000.0 * fa_latency_s(k.fa_ports or 2)
+    h = b.linux_host(name)
+    for lun in luns:
+        b.linux_disk(h, lun, (lat_ms, lat_ms), idle=0.70, queue=2.0, paths=2)
+
+
 def san_oversubscription(k: Knobs, phase: int) -> Builder:
     b = _builder(k, MODERN)
     n1, n2 = b.node(QUIET_DOMAINS), b.node(QUIET_DOMAINS)
     b.lifs_per_node = max(1, math.ceil((k.fa_ports or 2) / 2))
     hdd = b.aggregate(n1, [(24, 0.05), (24, 0.05)], disk_type="sas", name="aggr_sas1")
     _oversubscribed(b, hdd, k)
-    for i in range(3):
-        b.volume(hdd, f"app{i + 1}", 200.0, lat_ms=(1.0, 1.0))
+    apps = [b.volume(hdd, f"app{i + 1}", 200.0, lat_ms=(1.0, 1.0)) for i in range(3)]
+    _oversubscribed_linux(b, b.luns_of(apps[0]), k)
     _balanced(b, n2, "n02a", ops=1500.0)
     b.spare(n1, "sas")
     b.spare(n2)
@@ -199,9 +207,13 @@ def too_few_luns(k: Knobs, phase: int) -> Builder:
     a = b.aggregate(n1, [(24, 0.30)])
     # one LUN at 30K IOPS, 35 % writes; 3 other volumes keep the aggregate below 80 % on one volume
     v = b.volume(a, "sql01_db", 30000.0, read_share=0.65, lat_ms=(0.3, 0.3), luns=1)
+    # ora01's one LUN carries another 30K IOPS (each volume stays under 80 % of the aggregate's ops)
+    ora = b.volume(a, "ora01_db", 30000.0, read_share=0.65, lat_ms=(0.3, 0.3), luns=1)
     for i in range(3):
         b.volume(a, f"app{i + 1}", 3000.0, lat_ms=(0.4, 0.5))
     _balanced(b, n2, "n02a")
+    # the same on Linux: one dm-multipath map on one path, 48 I/Os in flight (X x R) at depth 32
+    b.linux_disk(b.linux_host("ora01"), b.luns_of(ora)[0], (1.6, 1.6), idle=0.02, queue=31.0, paths=1)
     h = b.host("sql01")
     # Queue full (31 of depth 32 x 1 path); host 1.6 ms vs ONTAP 0.3 ms so that host_queue_limited's
     # R_host >= 2 S_array and R_host - S_array >= 1 ms hold by a clear margin. (Little's law would
@@ -312,6 +324,8 @@ def mixed(k: Knobs, phase: int) -> Builder:
     for i in range(3):
         b.volume(a1, f"n01_vol{i + 1}", 2500.0, lat_ms=(0.6, 0.9))
     _healthy_host(b, "sql02", _vols(b, "n01_vol"))
+    # ora01 (Linux, node_exporter) behind the same front end, on LUNs no Windows host uses
+    _oversubscribed_linux(b, [b.luns_of(v)[1] for v in _vols(b, "n01_vol")[:2]], k)
     # node 2: Kahuna-bound, load spread over 4 volumes (no affinity finding)
     a2 = b.aggregate(n2, [(24, 0.30)])
     for i in range(4):
@@ -337,6 +351,10 @@ def path_faults(k: Knobs, phase: int) -> Builder:
     for i, v in enumerate(_vols(b, "n01a")):
         lun = b.luns_of(v)[0]
         b.host_disk(h, lun, (0.9, 1.2), 0.85, 1.0, paths=1 if i == 0 else 2)
+    # ora01 (Linux) has two maps on two path devices each; the first map's second path device is lost
+    ora = b.linux_host("ora01")
+    for i, v in enumerate(_vols(b, "n01a")[:2]):
+        b.linux_disk(ora, b.luns_of(v)[1], (0.9, 1.2), 0.85, 1.0, paths=2, failed=1 if i == 0 else 0)
     # a LUN ONTAP took offline, and a thin LUN in a volume 97 % full
     b.luns_of(_vols(b, "n02a")[0])[1].state = "offline"
     b.volume(b.aggregates[0], "full_vol", 500.0).used_ratio = 0.97
@@ -394,13 +412,15 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "san-oversubscription",
-            "host latency from too few front-end ports (fa_ports 2|4|6); array idle",
+            "host latency from too few front-end ports (fa_ports 2|4|6); array idle; a Windows and a "
+            "Linux host",
             ("san_oversubscription", "latency_slo"),
             san_oversubscription,
         ),
         Scenario(
             "too-few-luns",
-            "one LUN at 30K IOPS, host queue full at depth 32 x 1 path (ONTAP 9.8 by default)",
+            "one LUN per host (Windows, Linux) at 30K IOPS, host queue full at depth 32 x 1 path (ONTAP "
+            "9.8 by default)",
             ("host_queue_limited", "lun_iops_ceiling"),
             too_few_luns,
             version=LEGACY,
@@ -439,8 +459,9 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "path-faults",
-            "a host disk on 1 of 2 paths, an offline LUN, a thin LUN in a full volume, an FC port down, "
-            "a failed disk and an aggregate degraded without a spare",
+            "a host disk on 1 of 2 paths (Windows MPIO, and a Linux path device transport-offline), an "
+            "offline LUN, a thin LUN in a full volume, an FC port down, a failed disk and an aggregate "
+            "degraded without a spare",
             ("host_path_loss", "lun_not_online", "fc_port_down", "disk_failed", "aggregate_degraded"),
             path_faults,
         ),

@@ -1,4 +1,5 @@
-"""The simulator's HTTP(S) server: fake ONTAP REST, windows_exporter hosts, control and faults.
+"""The simulator's HTTP(S) server: fake ONTAP REST, windows_exporter and node_exporter hosts, control and
+faults.
 
 ``Simulator`` is the interface the demo, the tests and the benchmarks use
 (docs/simulator.md). Everything listens on 127.0.0.1 by default;
@@ -44,7 +45,7 @@ class SimHTTPServer(ThreadingHTTPServer):
 
 
 class Simulator:
-    """The ONTAP REST + windows_exporter simulator, in-process, on a background thread."""
+    """The ONTAP REST + windows_exporter + node_exporter simulator, in-process, on a background thread."""
 
     def __init__(
         self,
@@ -142,7 +143,13 @@ class Simulator:
 
     @property
     def hosts(self) -> list[str]:
-        return [h.name for h in self.estate.world().hosts]
+        """The Windows hosts (``/windows/<host>/metrics``)."""
+        return [h.name for h in self.estate.world().hosts if h.os == "windows"]
+
+    @property
+    def linux_hosts(self) -> list[str]:
+        """The Linux hosts (``/linux/<host>/metrics``, node_exporter)."""
+        return [h.name for h in self.estate.world().hosts if h.os == "linux"]
 
     def set_scenario(self, name: str, **knobs: Any) -> None:
         """Switch live; counters continue monotonically; scale knobs stay unless given."""
@@ -153,6 +160,9 @@ class Simulator:
         if self.faults.faults.counter_reset:
             self.estate.reset_counters()
             self.faults.faults.counter_reset = False
+        failed = self.faults.faults.failed_path_set()
+        if failed != self.estate.failed_paths:
+            self.estate.fail_paths(failed)
 
     def state(self) -> Json:
         out = self.estate.summary()

@@ -255,12 +255,29 @@ class HostDisk:
     write_io_bytes: float = 65536.0
     size_bytes: float = 500 * 2**30
     lun_key: str = ""
+    # Linux: the map's kernel name (dm-N), its path devices (sdX), those the scenario loses and
+    # those failed now (the scenario's plus the fault knob's)
+    dm: str = ""
+    path_devices: tuple[str, ...] = ()
+    lost: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    queue_depth: int = 32  # /sys/block/<sdX>/device/queue_depth of each path
+
+    @property
+    def live_paths(self) -> tuple[str, ...]:
+        """Path devices that carry I/O: the ALUA Active/Optimized ones (the first ``optimized_paths``)
+        that have not failed; the others only once every optimized one has."""
+        n = len(self.path_devices) if self.optimized_paths is None else self.optimized_paths
+        live = [p for p in self.path_devices[:n] if p not in self.failed]
+        return tuple(live or (p for p in self.path_devices if p not in self.failed))
 
 
 @dataclass
 class Host:
     name: str
     disks: list[HostDisk] = field(default_factory=list)
+    os: str = "windows"  # windows: windows_exporter and WinRM pages; linux: a node_exporter page
+    dmmultipath: bool = True  # Linux: node_exporter 1.12+ with its dmmultipath collector
 
 
 @dataclass

@@ -46,11 +46,17 @@ app.kubernetes.io/part-of: sanlens
 {{- end }}
 {{- end }}
 
-{{/* registry/repository:tag, or @digest when a digest pins the image. */}}
+{{/*
+registry/repository:tag, or @digest when a digest pins the image. No image is published:
+the repository is where the operator pushed the one built from this repository's Dockerfile.
+*/}}
 {{- define "sanlens.image" -}}
-{{- $repo := .Values.image.repository }}
+{{- $repo := trim (.Values.image.repository | default "" | toString) }}
+{{- if not $repo }}
+{{- fail "image.repository is required: build and push the sanlens image (README: Helm, step 1) and set image.repository" }}
+{{- end }}
 {{- if .Values.image.registry }}
-{{- $repo = printf "%s/%s" .Values.image.registry .Values.image.repository }}
+{{- $repo = printf "%s/%s" (trimSuffix "/" .Values.image.registry) $repo }}
 {{- end }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" $repo .Values.image.digest }}
@@ -131,7 +137,9 @@ shards, or a target in none is an error, so no target is silently dropped.
 {{/*
 A probe from values (dict "root" $ "probe" $probe). With the web config every endpoint wants
 TLS and credentials the kubelet may not have, so its httpGet becomes a tcpSocket check
-(webConfig.probes=tcpSocket), or keeps its path with the scheme and webConfig.probeHttpHeaders.
+(webConfig.probes=tcpSocket), `sanlens healthcheck` of its path in the container
+(webConfig.probes=exec: it reads SANLENS_LISTEN and SANLENS_WEB_CONFIG_FILE, set beside the
+args), or keeps its path with the scheme and webConfig.probeHttpHeaders (httpGet).
 Probes without httpGet are left as given.
 */}}
 {{- define "sanlens.probe" -}}
@@ -142,12 +150,22 @@ Probes without httpGet are left as given.
 {{- $port := $p.httpGet.port | default "http" }}
 {{- $_ := unset $p "httpGet" }}
 {{- $_ := set $p "tcpSocket" (dict "port" $port) }}
+{{- else if eq $web.probes "exec" }}
+{{- $path := $p.httpGet.path | default "/-/healthy" }}
+{{- $_ := unset $p "httpGet" }}
+{{- $_ := set $p "exec" (dict "command" (list "sanlens" "healthcheck" "--path" $path)) }}
 {{- else }}
 {{- $_ := set $p.httpGet "scheme" (upper (include "sanlens.scheme" .root)) }}
 {{- with $web.probeHttpHeaders }}{{ $_ := set $p.httpGet "httpHeaders" . }}{{ end }}
 {{- end }}
 {{- end }}
 {{- toYaml $p }}
+{{- end }}
+
+{{/* How the liveness probe is made, as rendered: tcpSocket, httpGet, or exec (`sanlens healthcheck`). */}}
+{{- define "sanlens.probeKind" -}}
+{{- $p := include "sanlens.probe" (dict "root" . "probe" (.Values.livenessProbe | default dict)) | fromYaml }}
+{{- if hasKey $p "exec" }}exec (sanlens healthcheck){{ else if hasKey $p "tcpSocket" }}tcpSocket{{ else if hasKey $p "httpGet" }}httpGet{{ else }}no probe{{ end }}
 {{- end }}
 
 {{/* Render errors for web config values that cannot work together. */}}
@@ -167,6 +185,9 @@ Probes without httpGet are left as given.
 {{- end }}
 {{- if and (eq $web.probes "httpGet") (eq (get $tls "client_auth_type" | default "") "RequireAndVerifyClientCert") }}
 {{- fail "webConfig.probes=httpGet cannot work with client_auth_type RequireAndVerifyClientCert: the kubelet presents no client certificate; use webConfig.probes=tcpSocket" }}
+{{- end }}
+{{- if and (eq $web.probes "exec") (eq (get $tls "client_auth_type" | default "") "RequireAndVerifyClientCert") (has (get $tls "max_version" | default "TLS13") (list "TLS10" "TLS11" "TLS12")) }}
+{{- fail "webConfig.probes=exec with client_auth_type RequireAndVerifyClientCert needs TLS 1.3 (drop tls_server_config.max_version): under TLS 1.2 a refused handshake cannot be told from a dead server; use webConfig.probes=tcpSocket" }}
 {{- end }}
 {{- end }}
 {{- end }}

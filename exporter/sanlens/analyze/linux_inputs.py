@@ -1,0 +1,228 @@
+"""Linux sysstat captures (``iostat -x``, ``sar -d``) as inputs of `sanlens analyze`.
+
+Each capture is one host (the name in sysstat's first line, else the file's stem) and
+becomes ``HostView``s in time order, one per report (at most ``MAX_STEPS``: consecutive
+reports are then averaged, latencies weighted by their IOPS), each disk mapped to its
+LUN through the same config ``serve`` reads: a ``hosts[].disks`` entry naming the device
+as the capture prints it (``dm-3``; ``mpatha`` with ``iostat -N`` or ``sar -p``). sysstat
+prints no WWID, so the automatic join is live-only (node_exporter).
+
+Partitions, CD drives, loop and RAM devices are left out. A capture without times
+(``iostat`` without ``-t``) is placed like an ONTAP capture without times: its last
+report at the file's modification time, reports ``--interval`` seconds apart (60 s
+unless given).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sanlens.analyze.host_intervals import MAX_STEPS, Mapper
+from sanlens.hosts.linux_text import Capture, LinuxTextError, parse_iostat, parse_sar_disk, whole_disk
+from sanlens.model import HostDiskStats, HostView, Snapshot, iso_utc
+from sanlens.ontap.cli_capture import text_head
+
+DEFAULT_INTERVAL_S = 60.0
+# HostDiskStats fields an interval keeps: rates average, latencies weight by their op's rate
+_MEAN = ("read_iops", "write_iops", "read_bytes_s", "write_bytes_s", "idle_ratio", "outstanding_io")
+_WEIGHTED = (("read_latency_s", "read_iops"), ("write_latency_s", "write_iops"))
+_FIRST = re.compile(r"^Linux \S+ \([^)]*\)", re.M)
+_DEVICE_HEADER = re.compile(r"^\s*Device:?\s.*\b(r/s|rrqm/s)|\s(r/s|rrqm/s)\s.*\sDevice\s*$", re.M)
+_SAR_DEV = re.compile(r"^\d\d:\d\d:\d\d(?: [AP]M)?\s+(?:DEV\s|.*\sDEV\s*$)", re.M)
+
+
+def detect_iostat(path: Path, head: bytes) -> bool:
+    t = text_head(head)
+    return bool(_DEVICE_HEADER.search(t)) and not _SAR_DEV.search(t)
+
+
+def detect_sar(path: Path, head: bytes) -> bool:
+    t = text_head(head)
+    return bool(_FIRST.search(t) or _SAR_DEV.search(t)) and bool(_SAR_DEV.search(t))
+
+
+@dataclass
+class LinuxInput:
+    """A read capture and where its reports sit in time."""
+
+    capture: Capture
+    host: str
+    times: list[tuple[float, float]] = field(default_factory=list)  # (start, end) per report
+    placed: bool = False  # no times in the capture: placed at the file's modification time
+
+    @property
+    def path(self) -> str:
+        return self.capture.path
+
+    @property
+    def kind(self) -> str:
+        return self.capture.kind
+
+    @property
+    def start(self) -> float | None:
+        return self.times[0][0] if self.times else None
+
+    @property
+    def end(self) -> float | None:
+        return self.times[-1][1] if self.times else None
+
+    @property
+    def step(self) -> float | None:
+        if len(self.times) < 2:
+            return (self.times[0][1] - self.times[0][0]) if self.times else None
+        return (self.times[-1][1] - self.times[0][1]) / (len(self.times) - 1)
+
+    def place(self, interval: float | None) -> None:
+        """Each report's (start, end): from the capture's times, else ``interval`` apart up to the mtime."""
+        reports = self.capture.reports
+        ends = [r.end for r in reports]
+        gap = interval or DEFAULT_INTERVAL_S
+        if all(e is not None for e in ends) and ends:
+            known = [float(e) for e in ends if e is not None]
+            self.placed = False
+        else:
+            last = os.path.getmtime(self.path)
+            known = [last - (len(reports) - 1 - i) * gap for i in range(len(reports))]
+            self.placed = True
+        times = []
+        for i, (r, end) in enumerate(zip(reports, known, strict=True)):
+            if r.start is not None and r.start < end:
+                start = r.start
+            elif i > 0 and known[i - 1] < end:
+                start = known[i - 1]
+            elif i + 1 < len(known) and known[i + 1] > end:
+                start = end - (known[i + 1] - end)
+            else:
+                start = end - gap
+            times.append((start, end))
+        self.times = times
+
+    def disks(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for r in self.capture.reports:
+            for d in r.devices:
+                if whole_disk(d):
+                    seen.setdefault(d, None)
+        return list(seen)
+
+    def snapshots(self, mapper: Mapper) -> Iterator[Snapshot]:
+        """One HostView per (folded) report, in time order."""
+        reports = self.capture.reports
+        group = max(1, math.ceil(len(reports) / MAX_STEPS))
+        for g in range(0, len(reports), group):
+            chunk = list(range(g, min(g + group, len(reports))))
+            start, end = self.times[chunk[0]][0], self.times[chunk[-1]][1]
+            disks = []
+            for device in self.disks():
+                rows = [reports[i].devices[device] for i in chunk if device in reports[i].devices]
+                if not rows:
+                    continue
+                values = _fold(rows)
+                m = mapper(self.host, device, ())
+                disks.append(
+                    HostDiskStats(
+                        self.host,
+                        device,
+                        lun_serial=m.lun_serial,
+                        cluster=m.cluster,
+                        svm=m.svm,
+                        volume=m.volume,
+                        lun=m.lun,
+                        data_class=m.data_class,
+                        queue_depth=m.queue_depth,
+                        paths=m.paths,
+                        platform="linux",
+                        **values,
+                    )
+                )
+            yield Snapshot(self.host, "host", end, view=HostView(self.host, end, end - start, tuple(disks)))
+
+    @property
+    def steps(self) -> int:
+        n = len(self.capture.reports)
+        return math.ceil(n / max(1, math.ceil(n / MAX_STEPS))) if n else 0
+
+    def input_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "hosts": [self.host],
+            "samples": len(self.capture.reports),
+            "counters": len(self.series()),
+            "start": iso_utc(self.start),
+            "end": iso_utc(self.end),
+        }
+
+    def series(self) -> list[dict[str, Any]]:
+        """Per device and printed column: samples, min, max, mean (the report's counter table)."""
+        acc: dict[tuple[str, str], list[float]] = {}
+        for r in self.capture.reports:
+            for device, raw in r.raw.items():
+                for col, v in raw.items():
+                    acc.setdefault((device, col), []).append(v)
+        return [
+            {
+                "path": f"{device} {col}",
+                "host": self.host,
+                "object": "device",
+                "instance": device,
+                "counter": col,
+                "samples": len(vals),
+                "min": min(vals),
+                "max": max(vals),
+                "mean": sum(vals) / len(vals),
+            }
+            for (device, col), vals in acc.items()
+        ]
+
+
+def _fold(rows: list[dict[str, float]]) -> dict[str, Any]:
+    """Several reports of one device as one interval: rates averaged, latencies IOPS-weighted."""
+    if len(rows) == 1:
+        return dict(rows[0])
+    out: dict[str, Any] = {}
+    for name in _MEAN:
+        vals = [r[name] for r in rows if name in r]
+        if vals:
+            out[name] = sum(vals) / len(vals)
+    for lat, ops in _WEIGHTED:
+        pairs = [(r.get(ops, 0.0), r[lat]) for r in rows if lat in r]
+        if pairs:
+            total = sum(w for w, _ in pairs)
+            out[lat] = sum(w * x for w, x in pairs) / total if total > 0 else max(x for _, x in pairs)
+    return out
+
+
+def read_capture(parse: Callable[[str, Any], Capture]) -> Callable[[Path, Any], Any]:
+    """The ``sanlens.analyze.cli`` reader of one kind: an ``Analysis`` whose detail is a LinuxInput."""
+
+    def read(path: Path, opts: Any) -> Any:
+        from sanlens.analyze.cli import Analysis
+        from sanlens.errors import SanlensError
+
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                cap = parse(str(path), f)
+        except LinuxTextError as e:
+            raise SanlensError(str(e)) from None
+        except OSError as e:
+            raise SanlensError(f"{path}: cannot read: {e.strerror}") from None
+        li = LinuxInput(cap, cap.host or Path(path).stem)
+        li.place(None)
+        warnings = list(cap.warnings)
+        if cap.since_boot_dropped:
+            warnings.append("the first report (averages since boot) is left out")
+        return Analysis(li.input_json(), li.series(), warnings, li)
+
+    return read
+
+
+read_iostat = read_capture(parse_iostat)
+read_sar = read_capture(parse_sar_disk)
+DETECTORS = (("linux-iostat", detect_iostat, read_iostat), ("linux-sar", detect_sar, read_sar))

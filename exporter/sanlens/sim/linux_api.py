@@ -1,0 +1,284 @@
+"""A simulated Linux host as node_exporter serves it: ``/linux/<host>/metrics``.
+
+Names, HELP texts, types and label sets follow node_exporter 1.12's diskstats and
+dmmultipath collectors (``collector/diskstats_linux.go``, ``diskstats_common.go``,
+``dmmultipath_linux.go``; ``collector/fixtures/e2e-output.txt`` for the shape). Families
+come sorted by name and labels by key, as the Go client library writes them.
+
+Each LUN-backed disk is a dm-multipath map (``mpatha`` on ``dm-2``, uuid ``mpath-`` + the
+WWID ``3600a0980`` + the hex of the LUN serial) over SCSI path devices. Widths are the
+kernel's: counts and sectors are 64-bit, every time is a 32-bit count of milliseconds
+(``%u`` in ``diskstats_show``), so the exposed seconds wrap at 2^32 ms. A failed path
+device keeps its last counters and reads ``transport-offline`` (fast_io_fail_tmo
+expired, dev_loss_tmo not yet). The host also serves sanlens's textfile families: each
+path's queue depth and ALUA access state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from decimal import Decimal
+
+from sanlens.exposition import escape_label_value
+from sanlens.join import ontap_wwid
+from sanlens.sim.estate import Estate
+from sanlens.sim.world import Host, HostDisk
+
+WRAP_MS = 2**32
+FAILED_STATE = "transport-offline"
+_SECTOR = 512
+
+# (family, type, HELP, estate counter or None for a gauge, kind: bytes | time | count)
+_DISK = (
+    ("node_disk_discard_time_seconds_total", "counter", "This is the total number of seconds spent by all discards.", None, "time"),
+    ("node_disk_discarded_sectors_total", "counter", "The total number of sectors discarded successfully.", None, "count"),
+    ("node_disk_discards_completed_total", "counter", "The total number of discards completed successfully.", None, "count"),
+    ("node_disk_discards_merged_total", "counter", "The total number of discards merged.", None, "count"),
+    ("node_disk_flush_requests_time_seconds_total", "counter", "This is the total number of seconds spent by all flush requests.", None, "time"),
+    ("node_disk_flush_requests_total", "counter", "The total number of flush requests completed successfully", None, "count"),
+    ("node_disk_io_now", "gauge", "The number of I/Os currently in progress.", None, "count"),
+    ("node_disk_io_time_seconds_total", "counter", "Total seconds spent doing I/Os.", "busy", "time"),
+    ("node_disk_io_time_weighted_seconds_total", "counter", "The weighted # of seconds spent doing I/Os.", "queue", "time"),
+    ("node_disk_read_bytes_total", "counter", "The total number of bytes read successfully.", "read_bytes", "bytes"),
+    ("node_disk_read_time_seconds_total", "counter", "The total number of seconds spent by all reads.", "read_seconds", "time"),
+    ("node_disk_reads_completed_total", "counter", "The total number of reads completed successfully.", "reads", "count"),
+    ("node_disk_reads_merged_total", "counter", "The total number of reads merged.", None, "count"),
+    ("node_disk_write_time_seconds_total", "counter", "This is the total number of seconds spent by all writes.", "write_seconds", "time"),
+    ("node_disk_writes_completed_total", "counter", "The total number of writes completed successfully.", "writes", "count"),
+    ("node_disk_writes_merged_total", "counter", "The number of writes merged.", None, "count"),
+    ("node_disk_written_bytes_total", "counter", "The total number of bytes written successfully.", "write_bytes", "bytes"),
+)  # fmt: skip
+
+
+def _labels(**kw: str) -> str:
+    return "{" + ",".join(f'{k}="{escape_label_value(v)}"' for k, v in sorted(kw.items())) + "}"
+
+
+def _exposed(kind: str, value: float) -> float:
+    """A cumulative value as node_exporter shows it: times in 32-bit milliseconds x 0.001, bytes in
+    whole sectors, counts whole."""
+    if kind == "time":
+        return (round(value * 1000.0) % WRAP_MS) / 1000.0
+    if kind == "bytes":
+        return float(int(value) // _SECTOR * _SECTOR)
+    return float(int(value))
+
+
+def wwid_of(d: HostDisk) -> str:
+    return ontap_wwid(d.serial)
+
+
+def go_float(v: float) -> str:
+    """A sample value as the Go client writes it (strconv 'g', shortest): 0, 9653.88, 5.13708655616e+11."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    if v == 0:
+        return "0"
+    d = Decimal(repr(float(v))).normalize()
+    sign, digits, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    e10 = len(digits) + exp - 1
+    if -4 <= e10 < 6:
+        return format(d, "f")
+    mant = "".join(map(str, digits))
+    text = mant[0] + ("." + mant[1:] if len(mant) > 1 else "")
+    return f"{'-' if sign else ''}{text}e{'+' if e10 >= 0 else '-'}{abs(e10):02d}"
+
+
+def _family(lines: list[str], name: str, typ: str, help_: str, rows: Iterable[tuple[str, float]]) -> None:
+    rows = list(rows)
+    if not rows:
+        return
+    lines.append(f"# HELP {name} {help_}")
+    lines.append(f"# TYPE {name} {typ}")
+    lines.extend(f"{name}{labels} {go_float(v)}" for labels, v in rows)
+
+
+def render(estate: Estate, host: Host, t: float) -> str:
+    hd, hp = estate.counters["hostdisk"], estate.counters["hostpath"]
+
+    def row(cs_key: str, kind: str = "hostdisk") -> dict[str, float]:
+        cs = hd if kind == "hostdisk" else hp
+        i = cs.index.get(cs_key)
+        vals = cs.row(i, t) if i is not None else [0.0] * len(cs.names)
+        return dict(zip(cs.names, vals, strict=True))
+
+    # device -> (counters, io_now); the boot disk's LVM root mirrors it, swap stays idle
+    devices: dict[str, tuple[dict[str, float], float]] = {}
+    info: dict[str, dict[str, str]] = {}
+    maps = [d for d in host.disks if d.dm]
+    minors = {"sda": 0}
+    for d in host.disks:
+        c = row(f"{host.name}/{d.number}")
+        c["queue"] = c.get("read_seconds", 0.0) + c.get("write_seconds", 0.0)
+        if not d.dm:
+            devices[d.number] = (c, round(d.queue))
+            devices["dm-0"] = (c, round(d.queue))
+            devices["dm-1"] = ({}, 0.0)
+            info[d.number] = {
+                "model": "PERC_H730P_Mini",
+                "path": "pci-0000:18:00.0-scsi-0:2:0:0",
+                "revision": "4.30",
+                "rotational": "0",
+                "serial": "00" + d.serial.encode().hex()[:30],
+                "wwn": "0x6d09466" + d.serial.encode().hex()[:9],
+            }
+            continue
+        devices[d.dm] = (c, round(d.queue))
+        wwid = wwid_of(d)
+        for k, p in enumerate(d.path_devices):
+            pc = row(f"{host.name}/{d.number}/{p}", "hostpath")
+            pc["queue"] = pc.get("read_seconds", 0.0) + pc.get("write_seconds", 0.0)
+            live = p in d.live_paths
+            devices[p] = (pc, round(d.queue / max(len(d.live_paths), 1)) if live else 0.0)
+            minors[p] = 16 * _sd_index(p)
+            info[p] = {
+                "model": "LUN_C-Mode",
+                "path": f"pci-0000:3b:00.{k % 2}-fc-0x20{k:02x}00a098a1b2c3-lun-{maps.index(d)}",
+                "revision": "9800",
+                "rotational": "0",
+                # with sg3_utils' rules udev has the unit serial; without, ID_SERIAL_SHORT (NAA hex)
+                "serial": d.serial if host.dmmultipath else wwid[1:],
+                "wwn": "0x" + wwid[1:17],  # ID_WWN: the designator cut to 16 hex digits
+            }
+    lines: list[str] = []
+    dm_names = {
+        "dm-0": ("rhel-root", "LVM-" + "a" * 64, "rhel", "root"),
+        "dm-1": ("rhel-swap", "LVM-" + "b" * 64, "rhel", "swap"),
+    }
+    for d in maps:
+        dm_names[d.dm] = (d.number, "mpath-" + wwid_of(d), "", "")
+    order = sorted(devices)
+    families: dict[str, tuple[str, str, list[tuple[str, float]]]] = {}
+    for name, typ, help_, counter, kind in _DISK:
+        rows = []
+        for dev in order:
+            c, io_now = devices[dev]
+            if name == "node_disk_io_now":
+                v = io_now
+            else:
+                v = _exposed(kind, c.get(counter, 0.0)) if counter else 0.0
+            rows.append((_labels(device=dev), v))
+        families[name] = (typ, help_, rows)
+    families["node_disk_device_mapper_info"] = (
+        "gauge",
+        "Info about disk device mapper.",
+        [
+            (_labels(device=dev, name=n, uuid=u, vg_name=vg, lv_name=lv, lv_layer=""), 1.0)
+            for dev, (n, u, vg, lv) in sorted(dm_names.items())
+        ],
+    )
+    families["node_disk_info"] = (
+        "gauge",
+        "Info of /sys/block/<block_device>.",
+        [
+            (
+                _labels(
+                    device=dev,
+                    major="253" if dev.startswith("dm-") else "8",
+                    minor=dev[3:] if dev.startswith("dm-") else str(minors.get(dev, 0)),
+                    **(
+                        info.get(dev)
+                        or {
+                            "model": "",
+                            "path": "",
+                            "revision": "",
+                            "rotational": "0",
+                            "serial": "",
+                            "wwn": "",
+                        }
+                    ),
+                ),
+                1.0,
+            )
+            for dev in order
+        ],
+    )
+    if host.dmmultipath and maps:
+        dev_rows = [(d, _labels(device=d.number, sysfs_name=d.dm)) for d in maps]
+        families["node_dmmultipath_device_active"] = (
+            "gauge",
+            "Whether the multipath device-mapper device is active (1) or suspended (0).",
+            [(lb, 1.0) for _d, lb in dev_rows],
+        )
+        families["node_dmmultipath_device_info"] = (
+            "gauge",
+            "Non-numeric information about a DM-multipath device.",
+            [(_labels(device=d.number, sysfs_name=d.dm, uuid="mpath-" + wwid_of(d)), 1.0) for d in maps],
+        )
+        families["node_dmmultipath_device_paths"] = (
+            "gauge",
+            "Number of paths for a multipath device.",
+            [(lb, float(len(d.path_devices))) for d, lb in dev_rows],
+        )
+        families["node_dmmultipath_device_paths_active"] = (
+            "gauge",
+            "Number of paths in active state (SCSI running or NVMe live) for a multipath device.",
+            [(lb, float(len(d.path_devices) - len(d.failed))) for d, lb in dev_rows],
+        )
+        families["node_dmmultipath_device_paths_failed"] = (
+            "gauge",
+            "Number of paths not in active state for a multipath device.",
+            [(lb, float(len(d.failed))) for d, lb in dev_rows],
+        )
+        families["node_dmmultipath_device_size_bytes"] = (
+            "gauge",
+            "Size of the multipath device in bytes, read from /sys/block/<dm>/size.",
+            [(lb, d.size_bytes) for d, lb in dev_rows],
+        )
+        families["node_dmmultipath_path_state"] = (
+            "gauge",
+            "Reports the underlying device state for a multipath path, as read from /sys/block/<dev>/device/state.",
+            [
+                (_labels(device=d.number, path=p, state=FAILED_STATE if p in d.failed else "running"), 1.0)
+                for d in maps
+                for p in d.path_devices
+            ],
+        )
+    families["sanlens_linux_disk_queue_depth"] = (
+        "gauge",
+        "Queue depth of a SCSI device (/sys/block/<device>/device/queue_depth), sanlens textfile.",
+        [(_labels(device=p), float(d.queue_depth)) for d in maps for p in d.path_devices],
+    )
+    families["sanlens_linux_disk_access_state"] = (
+        "gauge",
+        "ALUA access state of a SCSI device (/sys/block/<device>/device/access_state), sanlens textfile.",
+        [
+            (_labels(device=p, state=_access_state(d, k)), 1.0)
+            for d in maps
+            for k, p in enumerate(d.path_devices)
+        ],
+    )
+    families["node_scrape_collector_success"] = (
+        "gauge",
+        "node_exporter: Whether a collector succeeded.",
+        [
+            (_labels(collector=c), 1.0)
+            for c in ("diskstats", *(("dmmultipath",) if host.dmmultipath else ()), "textfile")
+        ],
+    )
+    families["node_textfile_scrape_error"] = (
+        "gauge",
+        "1 if there was an error opening or reading a file, 0 otherwise",
+        [("", 0.0)],
+    )
+    for name in sorted(families):
+        typ, help_, rows = families[name]
+        _family(lines, name, typ, help_, rows)
+    return "\n".join(lines) + "\n"
+
+
+def _sd_index(name: str) -> int:
+    """sda -> 0, sdz -> 25, sdaa -> 26: the order of the kernel's SCSI disk names (minor = 16 x it)."""
+    i = 0
+    for ch in name[2:]:
+        i = i * 26 + (ord(ch) - ord("a") + 1)
+    return i - 1
+
+
+def _access_state(d: HostDisk, k: int) -> str:
+    n = len(d.path_devices) if d.optimized_paths is None else d.optimized_paths
+    return "active/optimized" if k < n else "active/non-optimized"
