@@ -129,14 +129,7 @@ class LinuxInput:
                     HostDiskStats(
                         self.host,
                         device,
-                        lun_serial=m.lun_serial,
-                        cluster=m.cluster,
-                        svm=m.svm,
-                        volume=m.volume,
-                        lun=m.lun,
-                        data_class=m.data_class,
-                        queue_depth=m.queue_depth,
-                        paths=m.paths,
+                        **m.stats_fields(),
                         platform="linux",
                         **values,
                     )

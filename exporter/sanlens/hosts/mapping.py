@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.join import LunDirectory, normalize_wwid, volume_from_path
@@ -33,6 +33,19 @@ class DiskMapping:
     paths: int = 1  # for Q_eff: the configured paths of the disk, else what the host reports
     observed_paths: int | None = None  # MPIO paths the host reports now
     configured_paths: int = 1  # the paths the config says the disk should have
+
+    def stats_fields(self) -> dict[str, Any]:
+        """What a HostDiskStats takes from its disk's mapping: the LUN it joins and the queue settings."""
+        return {
+            "lun_serial": self.lun_serial,
+            "cluster": self.cluster,
+            "svm": self.svm,
+            "volume": self.volume,
+            "lun": self.lun,
+            "data_class": self.data_class,
+            "queue_depth": self.queue_depth,
+            "paths": self.paths,
+        }
 
 
 def normalize_drive(drive: str) -> str:

@@ -8,6 +8,8 @@ node ops the sum of their volumes, host disks carry the ops of their LUN) and
 
 from __future__ import annotations
 
+from typing import Any
+
 from sanlens.sim.world import (
     FC_PORT_NAMES,
     HEALTHY_DOMAINS,
@@ -194,25 +196,10 @@ class Builder:
     ) -> HostDisk:
         """A host disk backed by ``lun``: same ops (x ``ops_scale``), host-side latency."""
         n = len(host.disks)
-        d = HostDisk(
-            str(n),
-            f"{chr(ord('D') + n)}:",
-            lun.serial,
-            "NETAPP LUN C-Mode",
-            lun.io.read_ops * ops_scale,
-            lun.io.write_ops * ops_scale,
-            lat_ms[0] / 1000.0,
-            lat_ms[1] / 1000.0,
-            idle,
-            queue,
-            paths=paths,
-            optimized_paths=optimized_paths,
-            read_io_bytes=lun.io.read_bytes / lun.io.read_ops if lun.io.read_ops else 8192.0,
-            write_io_bytes=lun.io.write_bytes / lun.io.write_ops if lun.io.write_ops else 8192.0,
-            lun_key=lun.key,
-        )
-        host.disks.append(d)
-        return d
+        return _lun_disk(
+            host, str(n), f"{chr(ord('D') + n)}:", lun, lat_ms, idle, queue,
+            paths=paths, optimized_paths=optimized_paths, ops_scale=ops_scale,
+        )  # fmt: skip
 
     def linux_host(self, name: str, dmmultipath: bool = True) -> Host:
         """A Linux host with node_exporter; ``sda`` is its local boot disk, not a LUN."""
@@ -251,29 +238,14 @@ class Builder:
         maps = [d for d in host.disks if d.dm]
         taken = sum(len(d.path_devices) for d in host.disks) + 1  # sda is the boot disk
         devices = tuple(_sd_name(taken + i) for i in range(paths))
-        d = HostDisk(
-            f"mpath{chr(ord('a') + len(maps))}",
-            "",
-            lun.serial,
-            "NETAPP LUN C-Mode",
-            lun.io.read_ops,
-            lun.io.write_ops,
-            lat_ms[0] / 1000.0,
-            lat_ms[1] / 1000.0,
-            idle,
-            queue,
-            paths=paths,
-            optimized_paths=optimized_paths,
-            read_io_bytes=lun.io.read_bytes / lun.io.read_ops if lun.io.read_ops else 8192.0,
-            write_io_bytes=lun.io.write_bytes / lun.io.write_ops if lun.io.write_ops else 8192.0,
-            lun_key=lun.key,
+        return _lun_disk(
+            host, f"mpath{chr(ord('a') + len(maps))}", "", lun, lat_ms, idle, queue,
+            paths=paths, optimized_paths=optimized_paths,
             dm=f"dm-{len(maps) + 2}",  # dm-0 and dm-1: the boot disk's LVM root and swap
             path_devices=devices,
             lost=devices[len(devices) - failed :] if failed else (),
             failed=devices[len(devices) - failed :] if failed else (),
-        )
-        host.disks.append(d)
-        return d
+        )  # fmt: skip
 
     # -- scale padding
     def fill(
@@ -388,3 +360,40 @@ class Builder:
             self.spares,
             self.hosts,
         )
+
+
+def _lun_disk(
+    host: Host,
+    name: str,
+    drive: str,
+    lun: Lun,
+    lat_ms: tuple[float, float],
+    idle: float,
+    queue: float,
+    *,
+    paths: int,
+    optimized_paths: int | None,
+    ops_scale: float = 1.0,
+    **extra: Any,
+) -> HostDisk:
+    """A host disk on ``lun``, whichever OS names it: the LUN's ops and I/O sizes, host-side latency."""
+    d = HostDisk(
+        name,
+        drive,
+        lun.serial,
+        "NETAPP LUN C-Mode",
+        lun.io.read_ops * ops_scale,
+        lun.io.write_ops * ops_scale,
+        lat_ms[0] / 1000.0,
+        lat_ms[1] / 1000.0,
+        idle,
+        queue,
+        paths=paths,
+        optimized_paths=optimized_paths,
+        read_io_bytes=lun.io.read_bytes / lun.io.read_ops if lun.io.read_ops else 8192.0,
+        write_io_bytes=lun.io.write_bytes / lun.io.write_ops if lun.io.write_ops else 8192.0,
+        lun_key=lun.key,
+        **extra,
+    )
+    host.disks.append(d)
+    return d
