@@ -340,8 +340,17 @@ def recording_rules(cfg: MixinConfig = DEFAULT) -> list[dict[str, Any]]:
             _with_lun(f"sum by ({host_by}) ({_rate('sanlens_host_disk_bytes_total')})"),
         ),
         (
+            # Windows counts idle time, Linux busy time (io_ticks): one idle ratio for both
             "host_disk:sanlens_host_disk_idle:ratio_rate5m",
-            _with_lun(f"clamp_max({_rate('sanlens_host_disk_idle_seconds_total')}, 1)"),
+            _with_lun(
+                f"(\n    clamp_max({_rate('sanlens_host_disk_idle_seconds_total')}, 1)\n"
+                f"  or\n    clamp_min(1 - {_rate('sanlens_host_disk_busy_seconds_total')}, 0)\n  )"
+            ),
+        ),
+        (
+            # the queue-length integral over time: mean I/Os in flight (iostat aqu-sz), Little's N
+            "host_disk:sanlens_host_disk_queue_seconds:rate5m",
+            _with_lun(_rate("sanlens_host_disk_queue_seconds_total")),
         ),
         (
             "host_disk:sanlens_host_disk_queue_length:max5m",

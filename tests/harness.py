@@ -200,6 +200,7 @@ class SimHandle:
     port: int
     cluster_name: str
     hosts: list[str]
+    linux_hosts: list[str] = field(default_factory=list)
     obj: Any = None
     proc: ManagedProcess | None = None
 
@@ -435,6 +436,15 @@ def exporter_config(
                 "poll_interval": f"{host_interval}s",
             }
             for h in sim.hosts
+        ]
+        + [
+            {
+                "name": h,
+                "source": "node_exporter",
+                "url": f"{sim.url}/linux/{h}/metrics",
+                "poll_interval": f"{host_interval}s",
+            }
+            for h in sim.linux_hosts
         ],
         "diagnose": {"sustain_scale": sustain_scale},
     }
@@ -520,7 +530,7 @@ class Harness:
 
     # -- simulator
     def start_simulator(self, scenario: str = "mixed", in_process: bool = True, **knobs: Any) -> SimHandle:
-        """The ONTAP + windows_exporter simulator (``sanlens.sim.server.Simulator``)."""
+        """The ONTAP, windows_exporter and node_exporter simulator (``sanlens.sim.server.Simulator``)."""
         if in_process:
             sim = Simulator(scenario=scenario, host=LOOPBACK, port=0, **knobs)
             sim.start()
@@ -530,6 +540,7 @@ class Harness:
                 port=int(sim.port),
                 cluster_name=str(sim.cluster_name),
                 hosts=list(sim.hosts),
+                linux_hosts=list(sim.linux_hosts),
                 obj=sim,
             )
         port = free_port()
@@ -545,6 +556,7 @@ class Harness:
             port=port,
             cluster_name=str(state.get("cluster_name") or state.get("cluster")),
             hosts=list(state.get("hosts") or []),
+            linux_hosts=list(state.get("linux_hosts") or []),
             proc=proc,
         )
 

@@ -1,5 +1,6 @@
-"""sanlens / I/O path per LUN: where the time goes between a Windows host disk and its ONTAP LUN,
-and whether the paths to it (host MPIO paths, FC LIFs and target ports, LUN state) are all there."""
+"""sanlens / I/O path per LUN: where the time goes between a host disk (Windows PhysicalDisk or a Linux
+dm-multipath map) and its ONTAP LUN, and whether the paths to it (host multipath paths and path devices,
+FC LIFs and target ports, LUN state) are all there."""
 
 from __future__ import annotations
 
@@ -46,12 +47,19 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
     )
     q_eff = f"max by (host, disk) ({host_lun(f'({host_q_eff(hc)})', hs)})"
     disk = "{{host}} disk {{disk}}"
+    # Windows: Current Disk Queue Length at the poll; Linux: mean I/Os in flight (the queue-time integral)
+    queued = f"({rate(f'{HOST_DISK}_queue_seconds_total', hc)} or {HOST_DISK}_queue_length{{{hc}}})"
+    idle = (
+        f"clamp_max({rate(f'{HOST_DISK}_idle_seconds_total', hc)}, 1) "
+        f"or clamp_min(1 - {rate(f'{HOST_DISK}_busy_seconds_total', hc)}, 0)"
+    )
     lay.row("LUN $lun", repeat="lun")
     lay.add(
         panel(
             "timeseries",
             "Latency: host vs ONTAP LUN",
-            "Average latency per op as the host sees it (PerfMon Avg. Disk sec/op) and as ONTAP serves it, "
+            "Average latency per op as the host sees it (Windows Avg. Disk sec/op, Linux iostat r_await/w_await) "
+            "and as ONTAP serves it, "
             f"only where at least {m:g} ops/s ran. Dashed lines: the data-class thresholds of latency_slo "
             f"({ms(th('latency_slo', 'data_warning_seconds'))} warning, "
             f"{ms(th('latency_slo', 'data_critical_seconds'))} critical).",
@@ -110,14 +118,12 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
         panel(
             "timeseries",
             "Host outstanding IO vs Q_eff",
-            "Current Disk Queue Length, Little's law N = IOPS x R, and Q_eff = queue depth x the paths that "
+            "Host queue: Current Disk Queue Length (Windows) or mean I/Os in flight from the queue-time "
+            "integral (Linux, iostat aqu-sz); Little's law N = IOPS x R; and Q_eff = queue depth x the paths that "
             "carry I/O (ALUA Active/Optimized where the host reports path states, else the active paths). "
             f"At {pct(th('host_queue_limited', 'queue_fill_ratio'))} of Q_eff (queue_fill_ratio) the host queue "
             "limits throughput (host_queue_limited).",
-            target(
-                f"sum by (host, disk) ({host_lun(f'{HOST_DISK}_queue_length{{{hc}}}', hs)})",
-                f"queue length {disk}",
-            ),
+            target(f"sum by (host, disk) ({host_lun(queued, hs)})", f"queue {disk}"),
             target(
                 host_srate("host, disk", f"{HOST_DISK}_latency_seconds_total", hc, hs), f"N = IOPS x R {disk}"
             ),
@@ -134,9 +140,10 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
         panel(
             "timeseries",
             "% idle",
-            f"Host disk % idle time. Above {pct(th('san_oversubscription', 'min_idle_ratio'))} (dashed) while "
+            "Host disk % idle time (Windows % Idle Time; Linux 1 - the busy share of io_ticks). Above "
+            f"{pct(th('san_oversubscription', 'min_idle_ratio'))} (dashed) while "
             "latency is high, the disk is waiting on the path, not busy: the san_oversubscription signature.",
-            target(host_lun(rate(f"{HOST_DISK}_idle_seconds_total", hc), hs), disk),
+            target(host_lun(f"({idle})", hs), disk),
             unit="percentunit",
             thresholds=bands(cfg, "san_oversubscription", "min_idle_ratio"),
             min_=0,
@@ -214,7 +221,7 @@ def paths_row(cfg: MixinConfig, lay: Layout) -> None:
         panel(
             "bargauge",
             "Active / configured paths (worst disks)",
-            "MPIO paths each host disk runs on over the paths the config says it has; below 100 % is "
+            "Multipath paths (Windows MPIO, Linux dm-multipath) each host disk runs on over the paths the config says it has; below 100 % is "
             "host_path_loss. The worst $topn disks.",
             instant(f"bottomk($topn, {ratio})", "{{host}} disk {{disk}}"),
             unit="percentunit",
@@ -225,6 +232,7 @@ def paths_row(cfg: MixinConfig, lay: Layout) -> None:
         12,
         7,
     )
+    path_devices(cfg, lay)
     lay.row("Front end: FC LIFs and target ports")
     lay.add(
         panel(
@@ -283,6 +291,40 @@ def paths_row(cfg: MixinConfig, lay: Layout) -> None:
     )
 
 
+def path_devices(cfg: MixinConfig, lay: Layout) -> None:
+    """Each path device under a Linux dm-multipath map: its state and what it carries."""
+    hc = sel("host", or_blank=True)
+    labels = "state, access_state, device, wwid"
+    base = (
+        f"{HOST_DISK}_path_info{{{hc}}} * on (host, disk) group_left (device, wwid) "
+        f"{HOST_DISK}_multipath_info{{{hc}}}"
+    )
+    by = "host, disk, path"
+
+    def per_path(expr: str) -> str:
+        return f"({expr}) * on ({by}) group_left ({labels}) ({base})"
+
+    ops = f"sum by ({by}) ({rate(f'{HOST_DISK}_path_ops_total', hc)})"
+    lat = f"sum by ({by}) ({rate(f'{HOST_DISK}_path_latency_seconds_total', hc)})"
+    lay.add(
+        table(
+            "Path devices (Linux dm-multipath)",
+            "Every path device (sdX) under each multipath map (dm-N, WWID): its device state (running, "
+            "transport-offline, ...) and ALUA access state, the I/O it carries and its latency per op. A path "
+            "not running, or one path carrying everything while its siblings idle, is where to look "
+            "(`multipath -ll`). Windows MPIO paths are counted in the gauge above.",
+            Column(base),
+            Column(per_path(ops), "IOPS", "iops"),
+            Column(per_path(f"{lat} / ({ops} >= {cfg.latency_min_iops:g})"), "Latency per op", "s"),
+            Column(per_path(rate(f"{HOST_DISK}_path_busy_seconds_total", hc)), "Busy", "percentunit"),
+            hide=("Time", "Value #A", "__name__", "job", "instance"),
+            options={"sortBy": [{"displayName": "state", "desc": True}]},
+        ),
+        24,
+        7,
+    )
+
+
 def build(cfg: MixinConfig) -> Json:
     worst_disk = "max by ({name}) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{sel}}})"
     lay = Layout()
@@ -305,9 +347,9 @@ def build(cfg: MixinConfig) -> Json:
         cfg,
         NAME,
         "sanlens / I/O path per LUN",
-        "Where the time goes between a Windows host disk and its ONTAP LUN (host vs array latency, queues, idle "
+        "Where the time goes between a host disk (Windows or Linux dm-multipath) and its ONTAP LUN (host vs array latency, queues, idle "
         "time, IOPS headroom, throughput), one row per LUN of the worst $topn, and whether every path is there "
-        "(MPIO paths, LUN state, FC LIFs and target ports).",
+        "(multipath paths and path devices, LUN state, FC LIFs and target ports).",
         chained(
             TopVar("host", "Host (worst latency)", worst_disk.format(name="host", sel="{sel}")),
             TopVar(

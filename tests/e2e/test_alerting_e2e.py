@@ -195,6 +195,8 @@ def test_page_triggers_with_evidence_and_resolves_with_the_same_dedup_key(harnes
 # over-subscribed host's disks) are symptoms and open nothing of their own.
 MIXED_PAGES = {
     "san_oversubscription:{cluster}/sql01": {"sql01/disk 1", "sql01/disk 2"},
+    # the Linux host behind the same front end (node_exporter, dm-multipath): its own page
+    "san_oversubscription:{cluster}/ora01": {"ora01/disk mpatha", "ora01/disk mpathb"},
     "cpu_domain_serial_bottleneck:{cluster}/{cluster}-02": {"{cluster}/{cluster}-02"},
     "background_operation_impact:{cluster}/aggr_oltp": {
         "{cluster}/aggr_oltp",

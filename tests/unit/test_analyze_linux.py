@@ -42,6 +42,16 @@ def iostat_xt(path: Path, reports: int, r_await_ms: float, util: float, step: in
     return path
 
 
+def mapped_config(tmp_path: Path) -> Path:
+    """ora01's multipath map mpatha mapped statically to /vol/sqldata/lun0 (sysstat prints no WWID)."""
+    cfg = tmp_path / "sanlens.yaml"
+    cfg.write_text(
+        "hosts:\n  - name: ora01\n    url: http://ora01:9100\n    disks:\n"
+        "      - disk: mpatha\n        svm: svm1\n        lun: /vol/sqldata/lun0\n"
+    )
+    return cfg
+
+
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
     rc = main(["analyze", *argv, "--format", "json", "--quiet"])
     cap = capsys.readouterr()
@@ -67,11 +77,7 @@ def test_a_mapped_multipath_device_joins_its_lun_offline(
     # 10:00:00 .. 10:03:00; each -t time ends its 15 s interval, so the host's span is 195 s and the
     # joined signature (from the LUN's first rate, 10:01:00) holds for more than half of it
     capture = iostat_xt(tmp_path / "ora01-iostat.txt", 13, r_await_ms=200.0, util=10.0)
-    cfg = tmp_path / "sanlens.yaml"
-    cfg.write_text(
-        "hosts:\n  - name: ora01\n    url: http://ora01:9100\n    disks:\n"
-        "      - disk: mpatha\n        svm: svm1\n        lun: /vol/sqldata/lun0\n"
-    )
+    cfg = mapped_config(tmp_path)
     alone = {d["id"]: d for d in run_json(capsys, str(capture), str(LUN))["diagnoses"]}
     joined = {d["id"]: d for d in run_json(capsys, str(capture), str(LUN), "--config", str(cfg))["diagnoses"]}
     # host-only: slow and idle, nothing to compare with: a warning; the local sda is quiet
@@ -108,3 +114,38 @@ def test_a_capture_without_times_is_placed_interval_apart(
     start, end = (calendar.timegm(time.strptime(inp[k], "%Y-%m-%dT%H:%M:%SZ")) for k in ("start", "end"))
     assert end - start == pytest.approx(4 * 15, abs=1)
     assert {d["id"] for d in doc["diagnoses"]} == {"latency_slo"}  # 30 ms data reads: critical objective
+
+
+def test_the_report_charts_a_linux_disk_from_its_printed_columns() -> None:
+    """Chart points are the capture's own columns: aqu-sz as I/Os in flight, 1 - %util as idle, await in s."""
+    from sanlens.analyze.linux_inputs import read_iostat
+
+    li = read_iostat(LINUX / "matrixzj-rhel6-multipath-iostat-xkt.txt", None).detail
+    pts = li.chart_points()
+    row = "dm-0 0.00 113133.00 0.00 164.00 0.00 566732.00 6911.37 150.71 846.07 0.00 846.07 6.10 100.00"
+    text = (LINUX / "matrixzj-rhel6-multipath-iostat-xkt.txt").read_text()
+    assert " ".join(next(x for x in text.splitlines() if x.startswith("dm-0")).split()) == row
+    cols = row.split()
+    host = li.host
+    assert [v for _, v in pts[(host, "dm-0", (), "outstanding_io")]] == [pytest.approx(float(cols[8]))]
+    assert [v for _, v in pts[(host, "dm-0", (), "write_latency_s")]] == [
+        pytest.approx(float(cols[11]) / 1000)
+    ]
+    assert [v for _, v in pts[(host, "dm-0", (), "write_iops")]] == [pytest.approx(float(cols[4]))]
+    assert [v for _, v in pts[(host, "dm-0", (), "idle_ratio")]] == [pytest.approx(1 - float(cols[13]) / 100)]
+
+
+def test_the_html_report_draws_a_mapped_linux_disk_beside_its_lun(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capture = iostat_xt(tmp_path / "ora01-iostat.txt", 13, r_await_ms=200.0, util=10.0)
+    cfg = mapped_config(tmp_path)
+    out = tmp_path / "report.html"
+    argv = ["analyze", str(capture), str(LUN), "--config", str(cfg), "--format", "html", "-o", str(out)]
+    rc = main([*argv, "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    html = out.read_text(encoding="utf-8")
+    mpatha = html[html.index("ora01") :]
+    for title in ("latency vs LUN /vol/sqldata/lun0", "% idle time", "mean I/Os in flight", "IOPS"):
+        assert f"<h4>{title}</h4>" in mpatha, title
+    assert "current queue length" not in html, "Linux captures print no instantaneous queue"

@@ -171,6 +171,7 @@ def finish(
             for host, disk, drives, _f in s.intervals.columns:
                 out.mappings[(host, disk)] = mapper(host, disk, drives)
     for li in linux:
+        out.host_points.update(li.chart_points())
         for disk in li.disks():
             out.mappings[(li.host, disk)] = mapper(li.host, disk, ())
     return out

@@ -139,7 +139,8 @@ def _lun_lines(f: Findings, m: DiskMapping | None) -> list[Line]:
 
 
 def disk_charts(f: Findings, key: HostDisk, fields: dict[str, list[tuple[float, float]]]) -> list[str]:
-    """Latency (with the LUN's), idle, queue against Q_eff and IOPS of one host disk."""
+    """Latency (with the LUN's), idle, queue (Windows) or mean I/Os in flight (Linux) against Q_eff, and IOPS
+    of one host disk."""
     m = f.mappings.get(key)
     data_class = m.data_class if m else "data"
     charts = []
@@ -154,11 +155,10 @@ def disk_charts(f: Findings, key: HostDisk, fields: dict[str, list[tuple[float, 
         charts.append(_chart(title, svg_chart(lat + lun, "seconds", _latency_band(data_class))))
     if "idle_ratio" in fields:
         charts.append(_chart("% idle time", svg_chart([Line("", fields["idle_ratio"])], "percent")))
-    if "queue_length" in fields:
-        ref = ("Q_eff", float(m.queue_depth * max(m.paths, 1))) if m else None
-        charts.append(
-            _chart("current queue length", svg_chart([Line("", fields["queue_length"])], "count", None, ref))
-        )
+    ref = ("Q_eff", float(m.queue_depth * max(m.paths, 1))) if m else None
+    for name, title in (("queue_length", "current queue length"), ("outstanding_io", "mean I/Os in flight")):
+        if name in fields:
+            charts.append(_chart(title, svg_chart([Line("", fields[name])], "count", None, ref)))
     iops = [Line(n, fields[k]) for k, n in (("read_iops", "reads"), ("write_iops", "writes")) if k in fields]
     if iops:
         charts.append(_chart("IOPS", svg_chart(iops, "iops")))

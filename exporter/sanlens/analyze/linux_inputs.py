@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sanlens.analyze.host_intervals import MAX_STEPS, Mapper
+from sanlens.analyze.host_intervals import MAX_STEPS, DiskColumn, Mapper
 from sanlens.hosts.linux_text import Capture, LinuxTextError, parse_iostat, parse_sar_disk, whole_disk
 from sanlens.model import HostDiskStats, HostView, Snapshot, iso_utc
 from sanlens.ontap.cli_capture import text_head
@@ -32,6 +32,7 @@ DEFAULT_INTERVAL_S = 60.0
 # HostDiskStats fields an interval keeps: rates average, latencies weight by their op's rate
 _MEAN = ("read_iops", "write_iops", "read_bytes_s", "write_bytes_s", "idle_ratio", "outstanding_io")
 _WEIGHTED = (("read_latency_s", "read_iops"), ("write_latency_s", "write_iops"))
+_CHARTED = ("read_latency_s", "write_latency_s", "idle_ratio", "outstanding_io", "read_iops", "write_iops")
 _FIRST = re.compile(r"^Linux \S+ \([^)]*\)", re.M)
 _DEVICE_HEADER = re.compile(r"^\s*Device:?\s.*\b(r/s|rrqm/s)|\s(r/s|rrqm/s)\s.*\sDevice\s*$", re.M)
 _SAR_DEV = re.compile(r"^\d\d:\d\d:\d\d(?: [AP]M)?\s+(?:DEV\s|.*\sDEV\s*$)", re.M)
@@ -111,30 +112,40 @@ class LinuxInput:
                     seen.setdefault(d, None)
         return list(seen)
 
-    def snapshots(self, mapper: Mapper) -> Iterator[Snapshot]:
-        """One HostView per (folded) report, in time order."""
+    def folded(self, max_steps: int = MAX_STEPS) -> Iterator[tuple[float, float, dict[str, dict[str, Any]]]]:
+        """(start, end, cooked fields per device) for at most ``max_steps`` groups of reports."""
         reports = self.capture.reports
-        group = max(1, math.ceil(len(reports) / MAX_STEPS))
+        group = max(1, math.ceil(len(reports) / max_steps))
+        devices = self.disks()
         for g in range(0, len(reports), group):
             chunk = list(range(g, min(g + group, len(reports))))
             start, end = self.times[chunk[0]][0], self.times[chunk[-1]][1]
-            disks = []
-            for device in self.disks():
+            per_device = {}
+            for device in devices:
                 rows = [reports[i].devices[device] for i in chunk if device in reports[i].devices]
-                if not rows:
-                    continue
-                values = _fold(rows)
+                if rows:
+                    per_device[device] = _fold(rows)
+            yield start, end, per_device
+
+    def snapshots(self, mapper: Mapper) -> Iterator[Snapshot]:
+        """One HostView per (folded) report, in time order."""
+        for start, end, per_device in self.folded():
+            disks = []
+            for device, values in per_device.items():
                 m = mapper(self.host, device, ())
-                disks.append(
-                    HostDiskStats(
-                        self.host,
-                        device,
-                        **m.stats_fields(),
-                        platform="linux",
-                        **values,
-                    )
-                )
+                disks.append(HostDiskStats(self.host, device, **m.stats_fields(), platform="linux", **values))
             yield Snapshot(self.host, "host", end, view=HostView(self.host, end, end - start, tuple(disks)))
+
+    def chart_points(self, max_points: int = 400) -> dict[DiskColumn, list[tuple[float, float]]]:
+        """The report's chart series per device, in the fields the PerfMon charts use."""
+        out: dict[DiskColumn, list[tuple[float, float]]] = {}
+        for _start, end, per_device in self.folded(max_points):
+            for device, values in per_device.items():
+                for name in _CHARTED:
+                    v = values.get(name)
+                    if v is not None and math.isfinite(v):
+                        out.setdefault((self.host, device, (), name), []).append((end, float(v)))
+        return out
 
     @property
     def steps(self) -> int:

@@ -20,15 +20,18 @@ from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
 SPEC = DiagnosisSpec(
     id="host_path_loss",
     title="Host disk lost a path",
-    summary="Fewer active MPIO paths than configured for the disk (host or disk `paths`).",
+    summary="Fewer active multipath paths than configured for the disk (host or disk `paths`).",
     subject="host disk",
     thresholds=(),
     sustain_s=60.0,
     exit_s=300.0,
     severity={2: "active paths < configured paths"},
-    fix="Find the failed HBA port, cable, switch port or zone (mpclaim -s -d; the switch's port state) and restore it.",
+    fix=(
+        "Find the failed HBA port, cable, switch port or zone (Windows: mpclaim -s -d; Linux: multipath -ll; "
+        "the switch's port state) and restore it."
+    ),
     evidence=(
-        Evidence("active_paths", "paths", "MPIO paths the host reports now", "active paths"),
+        Evidence("active_paths", "paths", "multipath paths the host reports active now", "active paths"),
         Evidence("configured_paths", "paths", "paths the config says the disk should have", "configured"),
     ),
     dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
