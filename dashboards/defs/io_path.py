@@ -278,6 +278,61 @@ def paths_row(cfg: MixinConfig, lay: Layout) -> None:
         8,
         8,
     )
+    lif_by = "cluster, node, svm, lif"
+    lay.row("Front end: iSCSI and NVMe-oF LIFs and their Ethernet ports")
+    lay.add(
+        panel(
+            "timeseries",
+            "iSCSI and NVMe LIF latency (worst)",
+            "ONTAP's latency per op at each iSCSI LIF (iscsi_lif) and NVMe/TCP or NVMe/FC LIF (nvmf_lif), only "
+            f"where at least {cfg.latency_min_iops:g} ops/s ran: low here while hosts wait seconds means the "
+            "time goes in the network or the host, not the array. The worst $topn LIFs.",
+            target(
+                top(per_op(lif_by, "sanlens_ontap_iscsi_lif", c, RW, min_iops=cfg.latency_min_iops)),
+                "iSCSI {{node}} {{lif}}",
+            ),
+            target(
+                top(per_op(lif_by, "sanlens_ontap_nvmf_lif", c, RW, min_iops=cfg.latency_min_iops)),
+                "NVMe {{node}} {{lif}}",
+            ),
+            unit="s",
+            thresholds=data_latency(cfg),
+            min_=0,
+        ),
+        12,
+        8,
+    )
+    lif_bytes = (
+        f"(sum by ({lif_by}, op) ({rate('sanlens_ontap_iscsi_lif_bytes_total', c)}) "
+        f"or sum by ({lif_by}, op) ({rate('sanlens_ontap_nvmf_lif_bytes_total', c)}))"
+    )
+    on_port = (
+        f"sum by (cluster, node, port, op) ({lif_bytes} * on ({lif_by}) group_left (port) "
+        f"max by ({lif_by}, port) (sanlens_ontap_ip_lif_info{{{c}}}))"
+    )
+    lay.add(
+        panel(
+            "timeseries",
+            "Ethernet port utilization under SAN LIFs (busiest)",
+            "The busier direction of the iSCSI and NVMe/TCP bytes on each Ethernet port (every LIF on it added "
+            "up) over the port's data rate (125 MB/s per Gbit/s of /api/network/ethernet/ports speed). Near "
+            "100 % the port is the bottleneck: the iSCSI or NVMe/TCP form of san_oversubscription. The "
+            "busiest $topn ports.",
+            target(
+                top(
+                    f"max by (cluster, node, port) ({on_port}) / on (cluster, node, port) "
+                    f"sanlens_ontap_ethernet_port_data_rate_bytes_per_second{{{c}}}"
+                ),
+                "{{node}} {{port}}",
+            ),
+            unit="percentunit",
+            thresholds=steps(("green", None), ("orange", 0.7), ("red", 0.9)),
+            min_=0,
+            max_=1,
+        ),
+        12,
+        8,
+    )
     lay.add(
         table(
             "FC target ports not online",

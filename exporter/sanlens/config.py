@@ -412,6 +412,11 @@ class OntapTarget(_Model):
         json_schema_extra=_tables_schema,
         description="Counter tables to poll (default: every table of the catalogue, docs/ontap.md).",
     )
+    collection: Literal["auto", "tables", "statistics"] = Field(
+        default="auto",
+        description="Where performance comes from: `tables` (the REST counter tables), `statistics` (the "
+        "objects' `statistics` fields, as on ASA r2), or `auto` (tables where the cluster serves them).",
+    )
     skip_incomplete_aggregation: bool = Field(
         default=True, description="Apply each table's partial-aggregation policy (false: keep every row)."
     )

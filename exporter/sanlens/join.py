@@ -1,8 +1,9 @@
 """The host ↔ array join: which ONTAP LUN backs which host disk.
 
-ONTAP collectors publish their LUN inventory here; host sources look disks up by
-LUN serial (Windows reports it as the disk's serial), by SCSI WWID (Linux: ``3600a0980``
-+ the hex of the serial, exact where serials differ only in letter case), or by
+ONTAP collectors publish their LUN and NVMe namespace inventory here; host sources look
+disks up by LUN serial (Windows reports it as the disk's serial), by SCSI WWID (Linux:
+``3600a0980`` + the hex of the serial, exact where serials differ only in letter case), by
+the NVMe namespace identifier Linux reports (``uuid.`` + the namespace UUID), or by
 (cluster, svm, LUN path) for static mappings.
 Keeping it in one place means both views agree on a LUN's identity.
 
@@ -38,6 +39,8 @@ class LunIdentity:
     serial: str = ""
     node: str = ""
     state: str = ""  # ONTAP status.state from the inventory; '' when unknown
+    kind: str = "lun"  # lun | namespace (an NVMe namespace: no serial, joined by its UUID)
+    uuid: str = ""  # the namespace UUID a host reports (Linux wwid ``uuid.<uuid>``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,7 @@ class LunDirectory:
         self._by_cluster: dict[str, list[LunIdentity]] = {}
         self._by_serial: dict[str, tuple[LunIdentity, ...]] = {}
         self._by_wwid: dict[str, tuple[LunIdentity, ...]] = {}
+        self._by_nsid: dict[str, tuple[LunIdentity, ...]] = {}  # namespace identifier -> namespaces
         self._by_path: dict[tuple[str, str, str], LunIdentity] = {}
         # (cluster, svm, lun) -> (ops/s, state) from each cluster's latest poll
         self._io: dict[str, dict[tuple[str, str], tuple[float | None, str]]] = {}
@@ -71,6 +75,7 @@ class LunDirectory:
                 self._io.pop(cluster, None)
             by_serial: dict[str, list[LunIdentity]] = {}
             by_wwid: dict[str, list[LunIdentity]] = {}
+            by_nsid: dict[str, list[LunIdentity]] = {}
             by_path: dict[tuple[str, str, str], LunIdentity] = {}
             for name in sorted(self._by_cluster):  # order never depends on who published last
                 for lun in self._by_cluster[name]:
@@ -79,11 +84,16 @@ class LunDirectory:
                         wwid = ontap_wwid(lun.serial)
                         if wwid:
                             by_wwid.setdefault(wwid, []).append(lun)
+                    nsid = namespace_wwid(lun.uuid) if lun.kind == "namespace" else ""
+                    if nsid:
+                        by_nsid.setdefault(nsid, []).append(lun)
                     by_path[(lun.cluster, lun.svm, lun.lun)] = lun
             self._by_serial = {k: tuple(v) for k, v in by_serial.items()}
             self._by_wwid = {k: tuple(v) for k, v in by_wwid.items()}
+            self._by_nsid = {k: tuple(v) for k, v in by_nsid.items()}
             self._by_path = by_path
-            for serial in [s for s in self._ambiguous if len(self._by_serial.get(s, ())) < 2]:
+            shared = {**self._by_serial, **self._by_nsid}
+            for serial in [s for s in self._ambiguous if len(shared.get(s, ())) < 2]:
                 del self._ambiguous[serial]
 
     def observe(self, snapshot: Snapshot) -> None:
@@ -110,18 +120,21 @@ class LunDirectory:
             return self._choose(key, candidates)
 
     def by_wwid(self, wwid: str, cluster: str | None = None) -> LunIdentity | None:
-        """The LUN a Linux disk with this SCSI WWID joins, matched exactly on the serial's hex form.
+        """The LUN or namespace a Linux disk with this identifier joins.
 
-        Serials are case-sensitive and hold characters such as ``? $ ] /``; the WWID spells
-        each byte in hex, so this key never folds case nor needs escaping."""
+        A SCSI WWID matches exactly on the serial's hex form: serials are case-sensitive and
+        hold characters such as ``? $ ] /``; the WWID spells each byte in hex, so this key never
+        folds case nor needs escaping. An NVMe identifier (``uuid.<uuid>``, the kernel's
+        ``/sys/block/nvmeXnY/wwid``) matches a namespace's UUID."""
         key = normalize_wwid(wwid)
-        candidates = self._by_wwid.get(key, ())
+        nvme = key.startswith(NVME_ID_PREFIXES)
+        candidates = self._by_nsid.get(key, ()) if nvme else self._by_wwid.get(key, ())
         if cluster:
             return next((c for c in candidates if c.cluster == cluster), None)
         if len(candidates) <= 1:
             return candidates[0] if candidates else None
         with self._lock:
-            return self._choose(normalize_serial(candidates[0].serial), candidates)
+            return self._choose(key if nvme else normalize_serial(candidates[0].serial), candidates)
 
     def _ops_state(self, lun: LunIdentity) -> tuple[float, str]:
         ops, state = self._io.get(lun.cluster, {}).get((lun.svm, lun.lun), (None, ""))
@@ -174,7 +187,7 @@ class LunDirectory:
         return self._by_path.get((cluster, svm, lun))
 
     def __len__(self) -> int:
-        return len(self._by_serial)
+        return len(self._by_serial) + len(self._by_nsid)
 
 
 # NAA IEEE Registered Extended designator of an ONTAP LUN: NAA type 6, NetApp's OUI 00a098 and
@@ -193,10 +206,28 @@ def ontap_wwid(serial: str) -> str:
     return WWID_NAA_TYPE + NETAPP_NAA_PREFIX + serial.encode("ascii").hex()
 
 
+# What Linux's NVMe driver prints in /sys/block/nvmeXnY/wwid, in its order of preference: the
+# namespace UUID, the NGUID, the EUI-64, else a string made of the controller's vendor, serial,
+# model and the namespace ID (drivers/nvme/host/core.c, wwid_show). ONTAP namespaces report their
+# UUID, so theirs is ``uuid.`` + the UUID ONTAP's REST API gives for the namespace.
+NVME_ID_PREFIXES = ("uuid.", "eui.", "nvme.")
+
+
+def namespace_wwid(uuid: str) -> str:
+    """The Linux identifier of an NVMe namespace with this UUID: ``uuid.`` + the UUID in lower case;
+    '' when ``uuid`` is not one."""
+    u = uuid.strip().lower()
+    parts = u.split("-")
+    if [len(x) for x in parts] != [8, 4, 4, 4, 12] or not set(u.replace("-", "")) <= _HEX:
+        return ""
+    return "uuid." + u
+
+
 def normalize_wwid(text: str) -> str:
     """A WWID as udev, multipath or node_exporter spell it, in one form: lower-case hex with the
     NAA type prefix. ``mpath-3600a…`` (a dm UUID), ``0x600a…`` and ``600a…`` (udev's ID_WWN and
-    ID_SERIAL_SHORT) all become ``3600a…``; anything that is not hex comes back stripped."""
+    ID_SERIAL_SHORT) all become ``3600a…``; an NVMe identifier (``uuid.…``, ``eui.…``) comes back
+    in lower case; anything else comes back stripped."""
     s = text.strip().lower()
     s = s.removeprefix("mpath-").removeprefix("naa.").removeprefix("0x")
     if s and set(s) <= _HEX and s.startswith("6") and len(s) == 32:

@@ -137,6 +137,8 @@ class LunStats:
     write_bytes_s: float | None = None
     state: str = ""  # ONTAP status.state (online, offline, nvfail, space-error, ...); '' when unknown
     thin: bool | None = None  # no space guarantee: the LUN goes offline when its volume runs out
+    kind: str = "lun"  # lun (SCSI: FC, iSCSI) or namespace (NVMe/FC, NVMe/TCP)
+    zone: str = ""  # ASA r2: the storage availability zone that holds it (no aggregates there)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +220,34 @@ class FcPortStats:
 
 
 @dataclass(frozen=True, slots=True)
+class LifStats:
+    """One iSCSI or NVMe-oF LIF: the array's view of an Ethernet (or NVMe/FC) front end."""
+
+    cluster: str
+    node: str
+    svm: str
+    lif: str
+    protocol: str  # iscsi, nvme_tcp or nvme_fc (nvme when the inventory does not say)
+    port: str = ""
+    speed_gbps: float | None = None  # the port's link speed
+    state: str = ""
+    read_iops: float | None = None
+    write_iops: float | None = None
+    read_latency_s: float | None = None
+    write_latency_s: float | None = None
+    read_bytes_s: float | None = None
+    write_bytes_s: float | None = None
+    protocol_errors: float | None = None  # iSCSI protocol errors in the interval
+
+    @property
+    def bytes_per_second_capacity(self) -> float | None:
+        """The link's data rate: 125 MB/s per Gbit/s on Ethernet, FC's nominal 100 MB/s per Gbit/s."""
+        if not self.speed_gbps:
+            return None
+        return self.speed_gbps * (1e8 if self.protocol == "nvme_fc" else 1.25e8)
+
+
+@dataclass(frozen=True, slots=True)
 class BackgroundOp:
     cluster: str
     operation: Literal["reconstruct", "resync", "recompute_parity", "volume_move"]
@@ -255,6 +285,8 @@ class OntapView:
     aggregates: tuple[AggregateInfo, ...] = ()
     background_ops: tuple[BackgroundOp, ...] = ()
     fc_ports: tuple[FcPortStats, ...] = ()
+    lifs: tuple[LifStats, ...] = ()  # iSCSI and NVMe-oF LIFs
+    personality: str = "unified"  # unified (FAS, AFF, ASA) or asa-r2 (SAN-only, no aggregates)
 
 
 # ----------------------------------------------------------------- host view

@@ -46,6 +46,9 @@ CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
         {},
         {"host_path_loss", "lun_not_online", "fc_port_down", "disk_failed", "aggregate_degraded"},
     ),
+    "iscsi": ("iscsi", {}, {"san_oversubscription", "host_queue_limited", "latency_slo"}),
+    "nvme-tcp": ("nvme-tcp", {}, {"san_oversubscription", "host_queue_limited", "latency_slo"}),
+    "asa-r2": ("asa-r2", {}, {"san_oversubscription", "host_queue_limited", "latency_slo"}),
     "mixed": (
         "mixed",
         {},
@@ -69,6 +72,8 @@ class Outcome:
     background_gauges: bool = False
     error: str = ""
     seconds: float = 0.0
+    findings: list[dict[str, Any]] = field(default_factory=list)  # the last /diagnoses
+    cluster_info: dict[str, str] = field(default_factory=dict)
 
 
 def _get(url: str) -> bytes:
@@ -94,6 +99,7 @@ def _run(scenario: str, knobs: dict[str, Any], expected: set[str], out: Outcome)
         while True:
             time.sleep(POLL_S)
             findings = json.loads(_get(base + "/diagnoses"))
+            out.findings = findings
             out.final = {}
             for f in findings:
                 out.final[f["id"]] = max(out.final.get(f["id"], 0), int(f["state"]))
@@ -106,6 +112,8 @@ def _run(scenario: str, knobs: dict[str, Any], expected: set[str], out: Outcome)
                 for s in fam.samples:
                     did = s.labels["diagnosis"]
                     out.metric_states[did] = max(out.metric_states.get(did, 0), int(s.value))
+            if fam.name == "sanlens_ontap_cluster_info" and fam.samples:
+                out.cluster_info = dict(fam.samples[0].labels)
             if fam.name.startswith("sanlens_background_operation_eta_seconds") and fam.samples:
                 out.background_gauges = True
     except Exception as e:  # reported by the test of this case
@@ -146,3 +154,35 @@ def test_scenario_fires_exactly_its_diagnoses(case: str, outcomes: dict[str, Out
         assert out.ever.get(did) == 2, (case, did, out.ever)
     if "background_operation_impact" in expected:
         assert out.background_gauges, "no sanlens_background_operation_eta_seconds while a rebuild runs"
+
+
+# the protocol each SAN scenario's front end speaks, and what its evidence must show
+PROTOCOL_CASES = {
+    "iscsi": ("ethernet_port_utilization_ratio", "iSCSI", "unified", "tables"),
+    "nvme-tcp": ("ethernet_port_utilization_ratio", "NVMe/TCP", "unified", "tables"),
+    "asa-r2": (None, "FC", "asa-r2", "statistics"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROTOCOL_CASES))
+def test_each_san_protocol_is_judged_with_its_own_front_end(case: str, outcomes: dict[str, Outcome]) -> None:
+    """iSCSI and NVMe/TCP: the Ethernet ports under the LIFs near line rate (two 10 GbE ports carrying 2.36 GB/s
+    of reads: 94 %); ASA r2: read from the statistics fields, no counter table, the same diagnoses."""
+    port_key, protocol, personality, collection = PROTOCOL_CASES[case]
+    out = outcomes[case]
+    assert not out.error, out.error
+    assert (out.cluster_info.get("personality"), out.cluster_info.get("collection")) == (
+        personality,
+        collection,
+    )
+    over = [f for f in out.findings if f["id"] == "san_oversubscription" and f["state"] > 0]
+    assert over, out.findings
+    if port_key:
+        assert over[0]["evidence"][port_key] == pytest.approx(0.944, abs=0.03)
+        assert over[0]["evidence"]["lif_latency_seconds"] < 0.005, "the array's LIFs answer fast"
+        assert "fc_port_utilization_ratio" not in over[0]["evidence"]
+    assert f"{protocol}" in over[0]["recommendation"] or protocol == "FC", over[0]["recommendation"]
+    queued = [f for f in out.findings if f["id"] == "host_queue_limited" and f["state"] > 0]
+    assert queued, out.findings
+    if case == "nvme-tcp":
+        assert "nvme connect" in queued[0]["recommendation"]

@@ -130,7 +130,7 @@ def test_an_upgrade_changes_the_schema_and_the_collector_follows_at_the_next_pol
     assert "sanlens_ontap_counter_missing" not in after
     assert len(after["sanlens_ontap_lun_queue_full_total"].samples) == len(s.estate.world().luns)
     ((labels, _),) = after["sanlens_ontap_cluster_info"].samples
-    assert labels == ("c1", "9.12.1")
+    assert labels == ("c1", "9.12.1", "unified", "tables")
 
 
 def test_missing_table_fault_answers_ontaps_404_and_the_poll_survives() -> None:

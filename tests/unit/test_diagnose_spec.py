@@ -37,7 +37,7 @@ from sanlens.diagnose import engine as engine_mod
 from sanlens.diagnose.base import Observation
 from sanlens.diagnose.registry import IDS, MODULES, REGISTRY
 from sanlens.diagnose.spec import DiagnosisSpec
-from sanlens.model import AggregateInfo, DiskStats, FcPortStats, HostView, OntapView
+from sanlens.model import AggregateInfo, DiskStats, FcPortStats, HostView, LifStats, OntapView
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "rules" / "sanlens.rules.yaml"
@@ -127,6 +127,24 @@ def _queue_limited(t: float) -> list[OntapView | HostView]:
     return [ontap(t, version=V98, luns=luns), hostview(t, full)]
 
 
+def ip_lif(protocol: str, **kw: Any) -> LifStats:
+    """A 10 GbE iSCSI or NVMe/TCP LIF on n1 port e0e: 1.2 GB/s read is 96 % of the link."""
+    base = dict(speed_gbps=10.0, state="up", read_iops=300.0, read_latency_s=0.0004, read_bytes_s=1.2e9)
+    return LifStats("c1", "n1", "s1", f"{protocol}_lif1", protocol, "e0e", **{**base, **kw})
+
+
+def _oversubscribed_iscsi(t: float) -> list[OntapView | HostView]:
+    slow = mapped(read_iops=300.0, write_iops=0.0, read_latency_s=1.5, idle_ratio=0.7)
+    return [ontap(t, lifs=(ip_lif("iscsi"),), disks=disks("aggr1", [0.2] * 6)), hostview(t, slow)]
+
+
+def _queue_limited_nvme(t: float) -> list[OntapView | HostView]:
+    full = mapped(read_iops=30000.0, write_iops=0.0, read_latency_s=0.0014, idle_ratio=0.0, queue_length=31.0)
+    ns = (lun(kind="namespace", read_iops=30000.0, write_iops=0.0, read_latency_s=0.0003),)
+    lifs = (ip_lif("nvme_tcp", read_iops=30000.0, read_latency_s=0.0003, read_bytes_s=2.4e8),)
+    return [ontap(t, version=V98, luns=ns, lifs=lifs), hostview(t, full)]
+
+
 def _ceilings(t: float) -> list[OntapView | HostView]:
     hot = vol(read_iops=64400.0, write_iops=27601.0, total_iops=92001.0)
     luns = (lun(read_iops=30000.0, write_iops=0.0),)
@@ -171,6 +189,8 @@ SCENARIOS: dict[str, Callable[[float], Iterable[OntapView | HostView]]] = {
     "SAN path faults": _path_faults,
     "san oversubscription with FC queue-full": _oversubscribed,
     "host queue limited": _queue_limited,
+    "san oversubscription on iSCSI": _oversubscribed_iscsi,
+    "host queue limited on an NVMe/TCP namespace": _queue_limited_nvme,
     "LUN and volume ceilings, an unmapped disk": _ceilings,
     "serial CPU domain and one hot volume": _serial_node,
     "aggregate expansion": _expansion,
@@ -297,3 +317,22 @@ def test_runbook_lists_the_declared_evidence(did: str) -> None:
     assert [r[0] for r in rows] == [e.name for e in spec.evidence]
     for (_, unit, quote), ev in zip(rows, spec.evidence, strict=True):
         assert (unit, quote) == (ev.unit, ev.quote or "\N{EN DASH}"), (did, ev.name)
+
+
+def test_the_front_end_evidence_speaks_the_lun_protocol() -> None:
+    """iSCSI: the LIFs' latency and their Ethernet port's load; NVMe/TCP: the NVMe queues, not the HBA."""
+    findings: dict[str, dict[str, Any]] = {}
+    for scenario in (_oversubscribed_iscsi, _queue_limited_nvme):
+        e = engine(sustain_scale=0.0, backend_iops_capacity=10000.0)
+        feed(e, 0, 480, 60, scenario)
+        findings |= {f["id"]: f for f in e.findings() if f["state"] > 0}
+    over = findings["san_oversubscription"]
+    assert over["evidence"]["ethernet_port_utilization_ratio"] == pytest.approx(1.2e9 / (10 * 1.25e8))
+    assert over["evidence"]["lif_latency_seconds"] == pytest.approx(0.0004)
+    assert "fc_port_utilization_ratio" not in over["evidence"]
+    assert (
+        "iSCSI LIFs answer in 0.4 ms" in over["recommendation"] and "Ethernet ports" in over["recommendation"]
+    )
+    queue = findings["host_queue_limited"]
+    assert queue["evidence"]["lif_latency_seconds"] == pytest.approx(0.0003)
+    assert "nvme connect" in queue["recommendation"] and "FC target port" not in queue["recommendation"]

@@ -330,9 +330,10 @@ def test_a_single_path_lun_without_multipath_is_its_own_disk() -> None:
     assert rs["sdb"].wwid == WWID and rs["sdb"].known_paths == 1 and not rs["sdb"].local
 
 
-def test_scrape_url_asks_for_three_collectors_unless_the_url_names_its_own() -> None:
+def test_scrape_url_asks_for_the_block_device_collectors_unless_the_url_names_its_own() -> None:
     assert node_scrape_url("http://h:9100") == (
-        "http://h:9100/metrics?collect[]=diskstats&collect[]=dmmultipath&collect[]=textfile"
+        "http://h:9100/metrics?collect[]=diskstats&collect[]=dmmultipath&collect[]=nvme"
+        "&collect[]=nvmesubsystem&collect[]=textfile"
     )
     assert node_scrape_url("https://h:9100/node/metrics?x=1", ["diskstats"]) == (
         "https://h:9100/node/metrics?x=1&collect[]=diskstats"
@@ -365,7 +366,7 @@ def test_a_collector_node_exporter_lacks_is_dropped_and_the_scrape_repeated() ->
     src.clock = lambda: 1000.0  # type: ignore[method-assign]
     snap = src.poll()
     assert len(asked) == 2 and "dmmultipath" not in asked[1] and "diskstats" in asked[1]
-    assert src.collectors == ["diskstats", "textfile"]
+    assert src.collectors == ["diskstats", "nvme", "nvmesubsystem", "textfile"]
     assert "mpatha" in by_disk(snap)
     src.close()
 

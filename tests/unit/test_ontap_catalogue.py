@@ -65,6 +65,14 @@ def test_the_counters_sanlens_uses_are_real_rest_names() -> None:
     cli = Path(fixture_path("ontap/statperf/lun-statistics-catalog.txt")).read_text(encoding="utf-8")
     lun_cli = {line.split("\u00b7")[2] for line in cli.splitlines() if line.startswith("lun\u00b7")}
     assert {"other_ops", "read_ops", "avg_read_latency"} <= lun_cli
+    # the NVMe tables' names as a real client (NetApp Harvest's RestPerf templates) requests them
+    harvest = Path(__file__).parents[1] / "data" / "ontap" / "restperf-counter-names.tsv"
+    names |= {
+        (t, c)
+        for t, c in (
+            line.split("\t") for line in harvest.read_text().splitlines() if not line.startswith("#")
+        )
+    }
     bases_only = {("disk:constituent", "base_for_disk_busy")}  # a denominator the reference does not list
     for table, tdef in catalogue().items():
         if not tdef.rest:
@@ -138,8 +146,8 @@ def test_a_counter_the_cluster_lacks_is_logged_once_and_exposed(
         rsps.get(
             f"{BASE}/api/cluster", json={"name": "c1", "version": {"generation": 9, "major": 13, "minor": 1}}
         )
-        for path in ("cluster/nodes", "storage/luns", "storage/aggregates", "storage/disks", "storage/volumes",
-                     "network/fc/ports"):  # fmt: skip
+        for path in ("cluster/nodes", "storage/luns", "storage/namespaces", "storage/aggregates", "storage/disks",
+                     "storage/volumes", "network/fc/ports", "network/ip/interfaces"):  # fmt: skip
             rsps.get(f"{BASE}/api/{path}", json={"records": [], "num_records": 0})
         rsps.get(
             f"{BASE}/api/cluster/counter/tables/lun", json=_schema_without("lun", "average_write_latency")

@@ -29,7 +29,8 @@ def _load(rel: str) -> dict[str, Any]:
 def _inventory(rsps: Any = responses, version: tuple[int, int, int] = (9, 12, 1)) -> None:
     g, m, n = version
     rsps.get(f"{BASE}/api/cluster", json={"name": "c1", "version": {"generation": g, "major": m, "minor": n}})
-    for path in ("cluster/nodes", "storage/luns", "storage/aggregates", "storage/disks"):
+    for path in ("cluster/nodes", "storage/luns", "storage/namespaces", "storage/aggregates", "storage/disks",
+                 "network/ip/interfaces"):  # fmt: skip
         rsps.get(f"{BASE}/api/{path}", json={"records": [], "num_records": 0})
     rsps.get(f"{BASE}/api/storage/volumes", json={"records": [], "num_records": 0})
     rsps.get(f"{BASE}/api/network/fc/ports", json={"records": [], "num_records": 0})
@@ -200,6 +201,7 @@ def test_counter_table_404_falls_back_to_statistics_fields() -> None:
 def test_older_ontap_uses_fallback_without_asking_for_counter_tables() -> None:
     _inventory(responses, (9, 8, 0))
     responses.get(f"{BASE}/api/cluster/nodes", json={"records": [{"name": "n1", "statistics": {
+        "timestamp": "2024-07-29T16:14:56Z", "status": "ok",
         "processor_utilization_raw": 500, "processor_utilization_base": 1000}}]})  # fmt: skip
     src = OntapSource(OntapTarget(name="c1", url=BASE), LunDirectory())
     snap = src.poll()

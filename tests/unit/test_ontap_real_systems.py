@@ -45,7 +45,8 @@ def _inventory(rsps: Any, version: tuple[int, int, int] = (9, 12, 1), full: str 
     g, m, n = version
     v = {"generation": g, "major": m, "minor": n, "full": full or f"NetApp Release {g}.{m}.{n}"}
     rsps.get(f"{BASE}/api/cluster", json={"name": "c1", "version": v})
-    for path in ("cluster/nodes", "storage/luns", "storage/aggregates", "storage/disks", "storage/volumes"):
+    for path in ("cluster/nodes", "storage/luns", "storage/namespaces", "storage/aggregates", "storage/disks",
+                 "storage/volumes", "network/ip/interfaces"):  # fmt: skip
         rsps.get(f"{BASE}/api/{path}", json={"records": [], "num_records": 0})
     rsps.get(f"{BASE}/api/network/fc/ports", json={"records": [], "num_records": 0})
 

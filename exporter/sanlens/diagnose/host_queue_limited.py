@@ -41,6 +41,7 @@ from sanlens.diagnose.base import (
     total,
     weighted_latency,
 )
+from sanlens.diagnose.front_end import FrontEnd, front_end
 from sanlens.diagnose.host_advice import queue_depth_fix, spread_how
 from sanlens.diagnose.latency_slo import class_level
 from sanlens.diagnose.spec import SRC_LUN_STUDY, SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
@@ -153,6 +154,13 @@ SPEC = DiagnosisSpec(
             "node_serial_domain_busy_ratio", "ratio of one core", "busiest serial domain of the LUN's node"
         ),
         Evidence("demand_estimate_iops", "ops/s", "N / S_array"),
+        Evidence(
+            "lif_latency_seconds",
+            "seconds",
+            "IOPS-weighted latency at the node's iSCSI or NVMe LIFs: low while the host queue is full",
+            "LIF latency",
+            "duration",
+        ),
     ),
     dashboard=Dashboard("sanlens-io-path", ("cluster", "host")),
     ordered=(("min_latency_ratio", "critical_latency_ratio"),),
@@ -185,7 +193,9 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     fill = n / q_eff if n is not None and q_eff > 0 else None
     lun = ctx.lun_of(d)
     s_array = cpu = serial = None
+    fe = FrontEnd()
     if lun is not None:
+        fe = front_end(ctx, lun)
         s_array = weighted_latency(lun.read_iops, lun.write_iops, lun.read_latency_s, lun.write_latency_s)
         node = ctx.node_of_lun(lun)
         if node is not None:
@@ -204,6 +214,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         "host_iops": iops,
         "node_cpu_busy_ratio": cpu,
         "node_serial_domain_busy_ratio": serial,
+        "lif_latency_seconds": fe.lif_latency_s,
     }
     # a full host queue keeps the disk busy: a disk idle as often as san_oversubscription's
     # signature wants waits outside its queue (fabric, front end), and that diagnosis judges it
@@ -246,11 +257,33 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
             f"throughput. N_luns = max(ceil(X*S/(0.75*Q_eff)), ceil(X/X_lun)) with X_lun = {x_lun:.0f}: "
             f"{need_now} LUN(s) for the observed {iops:.0f} IOPS, {need_demand} to carry the ~{demand:.0f} "
             f"IOPS this concurrency would drive. Spread the data over that many LUNs{spread_how(d)} (or "
-            f"{queue_depth_fix(d)}), keeping LUNs x queue depth x hosts within {PORT_LIMIT} outstanding "
-            "commands per FC target port."
+            f"{deeper_queue(d, fe)}), {port_budget(fe)}"
         )
     return Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice)
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     return [_one(ctx, d, th) for d in ctx.host_disks() if ctx.san_disk(d)]
+
+
+def deeper_queue(d: HostDiskStats, fe: FrontEnd) -> str:
+    """How to deepen the host queue, in the transport's terms (the HBA's for FC)."""
+    if fe.protocol == "iscsi":
+        if d.platform == "linux":
+            return "raise the iSCSI session's queue depth: node.session.queue_depth in iscsid.conf, then log in again"
+        return "raise the iSCSI initiator's queue depth and add sessions (MPIO paths)"
+    if fe.protocol in ("nvme_tcp", "nvme_fc", "nvme"):
+        return (
+            "give the NVMe controllers more or deeper I/O queues (nvme connect --nr-io-queues / --queue-size) "
+            "and connect every path"
+        )
+    return queue_depth_fix(d)
+
+
+def port_budget(fe: FrontEnd) -> str:
+    """The limit the extra LUNs must respect on the array's front end."""
+    if fe.protocol in ("", "fcp"):
+        return (
+            f"keeping LUNs x queue depth x hosts within {PORT_LIMIT} outstanding commands per FC target port."
+        )
+    return f"keeping the {fe.name} LIFs' latency low as the outstanding I/O grows."

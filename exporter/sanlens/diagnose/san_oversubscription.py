@@ -34,6 +34,7 @@ from sanlens.diagnose.base import (
     weighted_latency,
     worst_latency,
 )
+from sanlens.diagnose.front_end import FrontEnd, front_end
 from sanlens.diagnose.host_advice import fabric_checks
 from sanlens.diagnose.latency_slo import HOST_LATENCY, class_level
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
@@ -83,7 +84,10 @@ SPEC = DiagnosisSpec(
         1: "latency >= class warning (or critical without any utilization evidence)",
         2: "latency >= class critical, idle, headroom (and >= 5x the LUN latency when joined)",
     },
-    fix="Add FC target ports or paths; check fan-in (7:1 to 12:1), zoning and HBA queue depth.",
+    fix=(
+        "Add front-end target ports or paths (FC ports, or iSCSI / NVMe/TCP LIFs on more or faster Ethernet "
+        "ports); check fan-in (7:1 to 12:1), zoning or the network, and HBA queue depth."
+    ),
     evidence=(
         HOST_LATENCY,
         Evidence(
@@ -121,6 +125,20 @@ SPEC = DiagnosisSpec(
             "busiest FC port",
             "percent",
         ),
+        Evidence(
+            "ethernet_port_utilization_ratio",
+            "ratio",
+            "busiest Ethernet port under the node's iSCSI or NVMe/TCP LIFs, share of its link speed",
+            "busiest Ethernet port",
+            "percent",
+        ),
+        Evidence(
+            "lif_latency_seconds",
+            "seconds",
+            "IOPS-weighted latency at the node's iSCSI or NVMe LIFs (the array's view of the front end)",
+            "LIF latency",
+            "duration",
+        ),
         Evidence("host_read_latency_seconds", "seconds", "host read latency"),
         Evidence("host_write_latency_seconds", "seconds", "host write latency"),
         Evidence(
@@ -146,22 +164,6 @@ def aggregate_busy(ctx: Context, cluster: str, aggregate: str) -> float | None:
     return statistics.fmean(vals) if vals else None
 
 
-def front_end(ctx: Context, cluster: str, node: str) -> tuple[float | None, float | None]:
-    """The node's FC target ports: busiest utilization of link speed, and queue-full responses per second.
-
-    Array-side evidence of a front-end bottleneck: too few target ports turn commands
-    away (queue full) long before the disks or the CPU are busy.
-    """
-    view = ctx.ontap.get(cluster)
-    if view is None or not view.fc_ports:
-        return None, None
-    ports = [p for p in view.fc_ports if not node or p.node == node] or list(view.fc_ports)
-    utils = [u for p in ports if (u := p.utilization) is not None]
-    qf = [p.queue_full for p in ports if p.queue_full is not None]
-    rate = sum(qf) / view.interval_s if qf and view.interval_s else None
-    return (max(utils) if utils else None), rate
-
-
 def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     t = th[ID]
     lat, op = worst_latency(
@@ -172,9 +174,12 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     iops = total(d.read_iops, d.write_iops)
     lun = ctx.lun_of(d)
     host_avg = weighted_latency(d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s)
-    lun_lat = busy = port_util = queue_full = None
+    lun_lat = busy = None
+    fe = FrontEnd()
     if lun is not None:
-        port_util, queue_full = front_end(ctx, lun.cluster, lun.node)
+        # array-side evidence of a front-end bottleneck: too few target ports turn commands away (queue
+        # full) or run at line rate long before the disks or the CPU are busy
+        fe = front_end(ctx, lun)
         lun_lat = weighted_latency(lun.read_iops, lun.write_iops, lun.read_latency_s, lun.write_latency_s)
         vol = ctx.volume(lun.cluster, lun.svm, lun.volume)
         busy = aggregate_busy(ctx, lun.cluster, vol.aggregate if vol else "")
@@ -190,8 +195,12 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         "backend_utilization_ratio": util,
         "lun_latency_seconds": lun_lat,
         "host_to_array_latency_ratio": ratio,
-        "fc_port_utilization_ratio": port_util,
-        "fc_port_queue_full_per_second": queue_full,
+        "fc_port_utilization_ratio": fe.port_utilization if fe.protocol in ("fcp", "nvme_fc") else None,
+        "fc_port_queue_full_per_second": fe.queue_full_per_second,
+        "ethernet_port_utilization_ratio": fe.port_utilization
+        if fe.protocol in ("iscsi", "nvme_tcp")
+        else None,
+        "lif_latency_seconds": fe.lif_latency_s,
         "critical_threshold_seconds": crit,
     }
     if lat_level is None:
@@ -210,13 +219,15 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     if level:
         where = f"Host {d.host} disk {d.disk}" + (f" (LUN {d.lun} on {d.cluster})" if d.mapped else "")
         array = f", while the array answers in {ms(lun_lat)}" if lun_lat is not None else ""
-        if queue_full:
-            array += f"; its FC target ports answer {queue_full:.0f} queue-full responses/s"
-        if port_util is not None:
-            array += f" (busiest port at {pct(port_util)} of link speed)"
+        if fe.lif_latency_s is not None:
+            array += f"; its {fe.name} LIFs answer in {ms(fe.lif_latency_s)}"
+        if fe.queue_full_per_second:
+            array += f"; its FC target ports answer {fe.queue_full_per_second:.0f} queue-full responses/s"
+        if fe.port_utilization is not None:
+            array += f" (busiest {fe.name} port at {pct(fe.port_utilization)} of link speed)"
         advice = (
             f"{where}: {op} latency {ms(lat)} with the disk {pct(idle)} idle at {iops or 0:.0f} IOPS{array}. "
-            "The I/O waits in the fabric or front-end, not in the disks: add FC target ports or paths, "
+            f"The I/O waits in the fabric or front-end, not in the disks: {front_end_fix(fe)}, "
             f"{fabric_checks(d)}. "
             "In the field case 2 -> 4 -> 6 front-end adapters cut latency by orders of magnitude."
         )
@@ -225,3 +236,13 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     return [_one(ctx, d, th) for d in ctx.host_disks() if ctx.san_disk(d)]
+
+
+def front_end_fix(fe: FrontEnd) -> str:
+    """What to add, in the front end's own terms."""
+    if fe.protocol in ("iscsi", "nvme_tcp"):
+        return (
+            f"add {fe.name} LIFs on more (or faster) Ethernet ports and the host sessions or paths to use them, "
+            "and check the network between (MTU, flow control, a shared or oversubscribed switch uplink)"
+        )
+    return "add FC target ports or paths"

@@ -2,9 +2,10 @@
 
 Windows reports the LUN serial as the disk's ``SerialNumber`` (Get-Disk), which is
 ONTAP's ``serial_number``; Linux reports the SCSI WWID of the multipath map
-(``3600a0980`` + the serial's hex). Either join needs no configuration. Static
-entries (a Windows disk number or drive letter, a Linux multipath map name, dm-N or
-WWID → cluster/svm/LUN path) cover hosts where the identity is not visible, and
+(``3600a0980`` + the serial's hex), or an NVMe namespace's ``uuid.<namespace UUID>``.
+These joins need no configuration. Static entries (a Windows disk number or drive
+letter, a Linux multipath map name, dm-N, NVMe device, WWID or namespace identifier →
+cluster/svm/LUN path) cover hosts where the identity is not visible, and
 carry per-disk overrides (data class, queue depth, paths).
 """
 

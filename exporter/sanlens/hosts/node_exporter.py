@@ -1,4 +1,5 @@
-"""Linux hosts through node_exporter: diskstats and dm-multipath series joined to ONTAP LUNs by WWID.
+"""Linux hosts through node_exporter: diskstats, dm-multipath and NVMe series joined to ONTAP LUNs
+by WWID and to ONTAP NVMe namespaces by UUID.
 
 No agent: node_exporter's own collectors give everything but the queue depth.
 
@@ -12,6 +13,10 @@ No agent: node_exporter's own collectors give everything but the queue depth.
   (``device`` = the dm name, ``sysfs_name`` = the dm-N that diskstats calls ``device``),
   ``node_dmmultipath_path_state{device,path,state}`` each path device's SCSI state
   (``running``; NVMe ``live``; anything else is failed, as the collector counts it).
+- ``nvme`` (on by default): ``node_nvme_info{device,state,...}``, each NVMe controller's state
+  (``live``, ``connecting``, ``resetting``, ``deleting``, ``dead``); ``nvmesubsystem`` (1.12.0+, off
+  by default): ``node_nvmesubsystem_namespace_info{subsystem,device}`` and
+  ``node_nvmesubsystem_path_state{subsystem,controller,transport,state}`` (1 on the current state).
 - sanlens's textfile convention (docs/hosts-linux.md), optional:
   ``sanlens_linux_disk_queue_depth{device="sdc"}`` (``/sys/block/sdc/device/queue_depth``)
   and ``sanlens_linux_disk_access_state{device="sdc",state="active/optimized"}``.
@@ -23,6 +28,15 @@ are cooked too. Without the dmmultipath collector a map's paths are the SCSI dev
 udev identity carries its WWID: present ones count as active, so only a path the kernel
 removed (dev_loss_tmo) shows as lost. Whole disks outside any map are local unless their
 identity is an ONTAP LUN (a LUN without multipath: one path).
+
+An NVMe namespace under native NVMe multipath is one block device, ``nvme<S>n<N>`` (S the
+subsystem's instance); each controller C (a path) adds a hidden device ``nvme<S>c<C>n<N>`` that
+``/proc/diskstats`` lists too. The namespace's ``node_disk_info{wwn}`` is udev's ID_WWN, the kernel's
+``wwid``: ``uuid.<namespace UUID>`` for an ONTAP namespace, the join key. Its paths are the
+controllers of its subsystem (nvmesubsystem collector), else its hidden devices with their
+controllers' states (nvme collector). Kernels that count I/O only on the hidden devices leave the
+namespace's own counters at zero: its counters are then the sum of its paths'. NVMe drives whose
+model is not ONTAP's are local.
 """
 
 from __future__ import annotations
@@ -42,11 +56,11 @@ from sanlens.errors import SourceError
 from sanlens.hosts.catalogue import NODE_EXPORTER
 from sanlens.hosts.cooking import DiskReading, PathReading
 from sanlens.hosts.sources import HttpScrapeSource, safe_url
-from sanlens.join import LunDirectory, normalize_wwid, ontap_wwid, serial_from_wwid
+from sanlens.join import NVME_ID_PREFIXES, LunDirectory, normalize_wwid, ontap_wwid, serial_from_wwid
 
 log = logging.getLogger(__name__)
 
-COLLECTORS = ("diskstats", "dmmultipath", "textfile")
+COLLECTORS = ("diskstats", "dmmultipath", "nvme", "nvmesubsystem", "textfile")
 _FIELDS = NODE_EXPORTER.fields()
 DISK_INFO = "node_disk_info"
 DM_INFO = "node_disk_device_mapper_info"
@@ -56,11 +70,17 @@ MP_PATHS_ACTIVE = "node_dmmultipath_device_paths_active"
 MP_PATHS_FAILED = "node_dmmultipath_device_paths_failed"
 QUEUE_DEPTH = "sanlens_linux_disk_queue_depth"
 ACCESS_STATE = "sanlens_linux_disk_access_state"
+NVME_INFO = "node_nvme_info"
+NVME_SUBSYS_NS = "node_nvmesubsystem_namespace_info"
+NVME_SUBSYS_PATH_STATE = "node_nvmesubsystem_path_state"
+ONTAP_NVME_MODEL = "netapp ontap controller"  # the Identify Controller model of ONTAP's NVMe controllers
 ACTIVE_STATES = frozenset({"running", "live"})  # node_exporter's isPathActive
 OPTIMIZED = "active/optimized"
 # ID_MODEL of an ONTAP LUN as udev spells it (spaces become underscores)
 ONTAP_MODELS = frozenset({"lun c-mode", "lun_c-mode"})
 _NOT_DISKS = re.compile(r"^(sr|loop|z?ram|fd|md)\d+$|^(mmcblk\d+p|nvme\d+n\d+p|x?[shv]d[a-z]+)\d+$")
+_NVME_NS = re.compile(r"^nvme(\d+)n(\d+)$")  # a namespace block device (the multipath head)
+_NVME_PATH = re.compile(r"^nvme(\d+)c(\d+)n(\d+)$")  # a hidden per-controller path device
 _REFUSED = re.compile(r"(?:missing|disabled) collector: (\w+)")
 
 
@@ -89,6 +109,10 @@ class NodeScrape:
     maps: dict[str, MultipathMap] = field(default_factory=dict)  # from the dmmultipath collector
     queue_depth: dict[str, int] = field(default_factory=dict)  # path device -> queue depth
     access: dict[str, str] = field(default_factory=dict)  # path device -> ALUA access state
+    nvme_state: dict[str, str] = field(default_factory=dict)  # NVMe controller (nvme3) -> its state
+    nvme_subsys: dict[str, str] = field(default_factory=dict)  # namespace device -> its subsystem
+    # subsystem (nvme-subsys0) -> controller -> state, from the nvmesubsystem collector
+    nvme_paths: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
 
 
 def _usable(name: str, labels: dict[str, str], value: float) -> float:
@@ -151,6 +175,20 @@ def parse_page(text: str) -> NodeScrape:
                 dev = labels.get("device", "").strip()
                 if dev and _usable(name, labels, s.value) >= 1:
                     out.access[dev] = labels.get("state", "").strip().lower()
+            elif name == NVME_INFO:
+                ctrl = labels.get("device", "").strip()
+                if ctrl:
+                    out.nvme_state[ctrl] = labels.get("state", "").strip().lower()
+            elif name == NVME_SUBSYS_NS:
+                dev, sub = labels.get("device", "").strip(), labels.get("subsystem", "").strip()
+                if dev and sub:
+                    out.nvme_subsys[dev] = sub
+            elif name == NVME_SUBSYS_PATH_STATE:
+                sub, ctrl = labels.get("subsystem", "").strip(), labels.get("controller", "").strip()
+                if sub and ctrl:
+                    current = _usable(name, labels, s.value) >= 1
+                    if current or ctrl not in out.nvme_paths[sub]:
+                        out.nvme_paths[sub][ctrl] = labels.get("state", "").strip().lower() if current else ""
     for mp, counts in mp_counts.items():
         found = out.maps.get(mp)
         if found is not None:
@@ -164,7 +202,11 @@ def device_wwid(info: dict[str, str]) -> str:
     """The WWID of an ONTAP LUN from a SCSI device's udev identity; '' when it is none.
 
     ``serial`` is the 12-character LUN serial (sg3_utils' SCSI_IDENT_SERIAL; only taken as
-    one when the model is ONTAP's LUN) or the NAA designator (ID_SERIAL_SHORT ``600a0980…``)."""
+    one when the model is ONTAP's LUN) or the NAA designator (ID_SERIAL_SHORT ``600a0980…``).
+    An NVMe device's is its ``wwn`` (udev's ID_WWN is the kernel's wwid: ``uuid.…``, ``eui.…``)."""
+    wwn = normalize_wwid(info.get("wwn", ""))
+    if wwn.startswith(NVME_ID_PREFIXES):
+        return wwn
     serial = info.get("serial", "").strip()
     if not serial:
         return ""
@@ -247,7 +289,14 @@ def readings(scrape: NodeScrape) -> list[DiskReading]:
             )
         )
     for dev in sorted(scrape.stats, key=lambda x: (len(x), x)):
-        if dev in taken or dev.startswith("dm-") or _NOT_DISKS.match(dev):
+        if dev not in taken and _NVME_NS.match(dev):
+            ns = namespace_reading(scrape, dev)
+            taken.update(p.path for p in ns.path_readings)
+            out.append(ns)
+    for dev in sorted(scrape.stats, key=lambda x: (len(x), x)):
+        if dev in taken or dev.startswith("dm-") or _NOT_DISKS.match(dev) or _NVME_NS.match(dev):
+            continue
+        if _NVME_PATH.match(dev):  # a path of a namespace whose own device is not listed
             continue
         info = scrape.info.get(dev, {})
         wwid = device_wwid(info)
@@ -269,6 +318,71 @@ def readings(scrape: NodeScrape) -> list[DiskReading]:
 
 
 _PATH_FIELDS = frozenset(PathReading.__dataclass_fields__) - {"path", "state", "access_state"}
+_IO_FIELDS = ("reads", "writes")
+_SUMMED = frozenset(_FIELDS.values()) - {"busy_s"}  # a union of busy times is no sum
+
+
+def _nvme_paths(scrape: NodeScrape, dev: str) -> dict[str, str]:
+    """Path name -> state of the namespace ``dev``: every controller of its subsystem where the
+    nvmesubsystem collector runs, else the hidden path devices ``/proc/diskstats`` lists with their
+    controllers' states (nvme collector; '' when not exported). A path is named by its hidden device,
+    or by its controller when the kernel lists no device for it."""
+    head = _NVME_NS.match(dev)
+    assert head is not None
+    hidden = {
+        f"nvme{m[2]}": p
+        for p in scrape.stats
+        if (m := _NVME_PATH.match(p)) is not None and (m[1], m[3]) == (head[1], head[2])
+    }
+    subsystem = scrape.nvme_subsys.get(dev) or (f"nvme-subsys{head[1]}" if hidden else "")
+    controllers = scrape.nvme_paths.get(subsystem, {}) if subsystem else {}
+    if controllers:
+        return {hidden.get(c, c): st for c, st in controllers.items()}
+    return {p: scrape.nvme_state.get(c, "") for c, p in hidden.items()}
+
+
+def _summed(scrape: NodeScrape, devices: list[str]) -> dict[str, Any]:
+    """The counters of several devices as one: sums, the 32-bit times modulo their wrap (so the sum
+    wraps as one such counter does); busy time is left out."""
+    moduli = NODE_EXPORTER.moduli()
+    out: dict[str, Any] = {}
+    for fld in sorted(_SUMMED):
+        values = [scrape.stats[d][fld] for d in devices if fld in scrape.stats.get(d, {})]
+        if values:
+            mod = moduli.get(fld)
+            out[fld] = math.fsum(values) % mod if mod else math.fsum(values)
+    return out
+
+
+def namespace_reading(scrape: NodeScrape, dev: str) -> DiskReading:
+    """An NVMe namespace block device (``nvme0n1``) with its paths; local unless ONTAP's or unknown."""
+    info = scrape.info.get(dev, {})
+    ident = device_wwid(info) if info.get("wwn", "").strip().lower().startswith(NVME_ID_PREFIXES) else ""
+    model = " ".join(info.get("model", "").replace("_", " ").split()).lower()
+    ontap = model == ONTAP_NVME_MODEL
+    paths = _nvme_paths(scrape, dev)
+    counters: dict[str, Any] = dict(scrape.stats.get(dev, {}))
+    listed = [p for p in paths if p in scrape.stats]
+    if listed and not any(counters.get(f) for f in _IO_FIELDS):
+        summed = _summed(scrape, listed)
+        if any(summed.get(f) for f in _IO_FIELDS):  # the kernel counts I/O on the paths only
+            counters = {k: v for k, v in counters.items() if k not in _SUMMED} | summed
+            counters.pop("busy_s", None)
+    known = len(paths)
+    return DiskReading(
+        disk=dev,
+        serial="" if ontap or not model else info.get("serial", "").strip(),
+        paths=len(_usable_paths(paths)) if known else None,
+        wwid=ident,
+        platform="linux",
+        local=not ident or (bool(model) and not ontap),
+        known_paths=known or None,
+        path_readings=tuple(
+            PathReading(p, st, "", **_path_counters(scrape.stats.get(p, {})))
+            for p, st in sorted(paths.items(), key=lambda x: (len(x[0]), x[0]))
+        ),
+        **counters,
+    )
 
 
 def _path_counters(values: dict[str, Any]) -> dict[str, Any]:
@@ -295,9 +409,9 @@ def node_scrape_url(url: str, collectors: tuple[str, ...] | list[str] = COLLECTO
 class NodeExporterSource(HttpScrapeSource):
     """``source: node_exporter``: a Linux host's node_exporter, filtered to the collectors read here.
 
-    node_exporter answers 400 to a ``collect[]`` naming a collector it lacks (dmmultipath before
-    1.12.0) or has disabled; that collector is then dropped from the request and the scrape
-    repeated, once per collector.
+    node_exporter answers 400 to a ``collect[]`` naming a collector it lacks (dmmultipath and
+    nvmesubsystem before 1.12.0) or has disabled (nvmesubsystem, unless ``--collector.nvmesubsystem``);
+    that collector is then dropped from the request and the scrape repeated, once per collector.
     """
 
     kind = "node_exporter"
@@ -317,7 +431,7 @@ class NodeExporterSource(HttpScrapeSource):
                 refused = _REFUSED.search(resp.text[:2000])
                 if refused and refused.group(1) in self.collectors:
                     log.info(
-                        "host %s: node_exporter has no %s collector; scraping without it",
+                        "host %s: node_exporter lacks or has disabled its %s collector; scraping without it",
                         self.name,
                         refused.group(1),
                     )

@@ -22,6 +22,8 @@ from sanlens.errors import SourceError
 from sanlens.freshness import ReceiveClock
 from sanlens.join import LunDirectory, LunIdentity
 from sanlens.model import MetricBuilder, MetricType, OntapVersion, Snapshot
+from sanlens.ontap import statistics
+from sanlens.ontap.capabilities import ASA_R2, Capabilities, personality
 from sanlens.ontap.catalogue import TableDef, catalogue, unit_scale
 from sanlens.ontap.client import POOL_SIZE, OntapClient, OntapNotFound
 from sanlens.ontap.cooking import (
@@ -33,7 +35,7 @@ from sanlens.ontap.cooking import (
     parse_schema_doc,
     rows_from_response,
 )
-from sanlens.ontap.inventory import Inventory, fallback_rows, fetch_dynamic, fetch_static
+from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_static
 from sanlens.ontap.views import build_view
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,8 @@ class OntapSource:
         self._inventory_at = 0.0
         self._schemas: dict[str, _Schema] = {}
         self._prev: dict[str, tuple[float, dict[str, CounterRow]]] = {}
-        self._fallback = False
+        self._fallback = False  # this poll reads the objects' statistics fields, not the counter tables
+        self.caps = Capabilities(self.name)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -126,19 +129,40 @@ class OntapSource:
             )  # fmt: skip
         if self.version is None or upgraded or now - self._inventory_at >= INVENTORY_EVERY:
             self.version = version
-            v = self.version
-            self._fallback = (v.generation, v.major, v.minor) < COUNTER_TABLES_SINCE
-            fetch_static(self.client, self.inventory)
+            self.caps.personality = personality(self.client)
+            self._fallback = self._statistics_path()
+            fetch_static(self.client, self.inventory, self.caps, _release(version))
             self._inventory_at = now
             self.directory.publish(
                 self.name,
                 [
                     LunIdentity(self.name, x["svm"], x["volume"], x["lun"], x["serial"], x["node"])
                     for x in self.inventory.luns
+                ]
+                + [
+                    LunIdentity(
+                        self.name,
+                        x["svm"],
+                        x["volume"],
+                        x["lun"],
+                        "",
+                        x["node"],
+                        kind="namespace",
+                        uuid=x["uuid"],
+                    )
+                    for x in self.inventory.namespaces
                 ],
             )
         self._fetched_at = {}
-        dynamic = self._pool.submit(fetch_dynamic, self.client, self.inventory, self.name, self._fallback)
+        dynamic = self._pool.submit(
+            fetch_dynamic,
+            self.client,
+            self.inventory,
+            self.name,
+            self._fallback,
+            self.caps,
+            _release(version),
+        )
         tables = (
             {} if self._fallback else {t: self._pool.submit(self._table_rows, t) for t in self.target.tables}
         )
@@ -155,6 +179,16 @@ class OntapSource:
         view = build_view(self.name, ts, interval, self.version, cooked, self.inventory)
         return Snapshot(self.name, "ontap", ts, metrics, view)
 
+    def _statistics_path(self) -> bool:
+        """Whether this cluster's performance comes from the objects' statistics fields: chosen in the
+        config, or (auto) an ASA r2 system or a release before the counter tables."""
+        mode = self.target.collection
+        if mode != "auto":
+            return mode == "statistics"
+        v = self.version
+        old = v is not None and (v.generation, v.major, v.minor) < COUNTER_TABLES_SINCE
+        return old or self.caps.personality == ASA_R2
+
     def _fetch_rows(
         self, vol_recs: list[dict], tables: Mapping[str, concurrent.futures.Future[list[CounterRow]]]
     ) -> dict[str, list[CounterRow]]:
@@ -166,8 +200,9 @@ class OntapSource:
                     out[table] = future.result()
                 except OntapNotFound as e:
                     absent[table] = e
-            self.tables_missing = set(absent) if out else set()
-            if out:  # tables missing on a release that has the others: only what needs them is lost
+            self.tables_missing = set(absent) if out or self.target.collection == "tables" else set()
+            if out or self.target.collection == "tables":
+                # tables missing on a release that has the others: only what needs them is lost
                 for table, missing in absent.items():
                     self._table_missing(table, missing)
                     self.partial.pop(table, None)
@@ -176,8 +211,14 @@ class OntapSource:
             log.warning("%s: counter tables unavailable; using the statistics fields", self.name)
             self._fallback = True
             vol_recs = fetch_dynamic(self.client, self.inventory, self.name, with_stats=True)
-        self._partial_ids = {}  # the statistics fields carry no aggregation state
-        return fallback_rows(self.client, vol_recs)
+        rows = statistics.fetch_rows(self.client, vol_recs, self.caps, _release(self.version))
+        self._fetched_at = dict.fromkeys(rows, self.clock())
+        # a record whose statistics status is not ok is a partial sample: never exported nor cooked
+        self._partial_ids = {
+            t: frozenset(r.instance for r in trows if not r.complete) for t, trows in rows.items()
+        }
+        self.partial = {t: len(ids) for t, ids in self._partial_ids.items() if ids}
+        return rows
 
     def _table_missing(self, table: str, error: OntapNotFound) -> None:
         """A counter table the cluster does not serve (a release without it, no such hardware): logged once."""
@@ -257,7 +298,8 @@ class OntapSource:
         """Cook ``rows`` against the previous poll into ``out``; the interval, or None on the first poll."""
         prev_ts, prev = self._prev.get(table, (None, {}))
         keep = keeps_partial(table)
-        self._prev[table] = (ts, {r.instance: r for r in rows if r.complete or keep})
+        current = {r.instance: r for r in rows if r.complete or keep}
+        self._prev[table] = (ts, current)
         if prev_ts is None:
             return None
         dt = ts - prev_ts
@@ -266,7 +308,15 @@ class OntapSource:
             p = prev.get(r.instance)
             if p is None:
                 continue
-            vals = cook_row(p, r, dt, schemas, self.target.min_ops_for_latency)
+            row_dt = dt
+            if r.sampled_at is not None and p.sampled_at is not None:
+                # a statistics field's rate runs between the two times ONTAP sampled it
+                row_dt = r.sampled_at - p.sampled_at
+                if row_dt <= 0:  # no new sample since the last poll: wait for one
+                    if r.instance in current:
+                        current[r.instance] = p
+                    continue
+            vals = cook_row(p, r, row_dt, schemas, self.target.min_ops_for_latency)
             if vals:
                 out.append((r, vals))
         return dt
@@ -302,8 +352,13 @@ class OntapSource:
         b.add(
             "sanlens_ontap_cluster_info",
             "gauge",
-            "ONTAP cluster and version.",
-            {"cluster": c, "version": str(v or "")},
+            "ONTAP cluster, version, personality (unified or asa-r2) and collection path (tables or statistics).",
+            {
+                "cluster": c,
+                "version": str(v or ""),
+                "personality": self.caps.personality,
+                "collection": "statistics" if self._fallback else "tables",
+            },
             1,
         )
         for node, n in inv.nodes.items():
@@ -352,6 +407,27 @@ class OntapSource:
                   "Counter rows whose aggregation was incomplete (a node unreachable) in the last poll.",
                   {"cluster": c, "table": table, "policy": "keep" if keeps_partial(table) else "skip"},
                   float(n_partial))  # fmt: skip
+        for x in inv.namespaces:
+            b.add("sanlens_ontap_namespace_info", "gauge", "ONTAP NVMe namespace inventory; uuid joins host namespaces.",
+                  {"cluster": c, "svm": x["svm"], "volume": x["volume"], "namespace": x["lun"], "uuid": x["uuid"],
+                   "os_type": x["os_type"], "node": x["node"], "state": x["state"]}, 1)  # fmt: skip
+        for (svm, lif), i in sorted(inv.ip_lifs.items()):
+            b.add("sanlens_ontap_ip_lif_info", "gauge", "iSCSI and NVMe/TCP data LIFs and the Ethernet port each sits on.",
+                  {"cluster": c, "node": i["node"], "svm": svm, "lif": lif, "port": i["port"],
+                   "protocol": i["protocol"], "state": i["state"]}, 1)  # fmt: skip
+        for (node, port), p in sorted(inv.eth_ports.items()):
+            if p["speed_gbps"]:
+                b.add("sanlens_ontap_ethernet_port_data_rate_bytes_per_second", "gauge",
+                      "Ethernet port's data rate under SAN LIFs: 125 MB/s per Gbit/s of its speed.",
+                      {"cluster": c, "node": node, "port": port}, p["speed_gbps"] * 1.25e8)  # fmt: skip
+        for node, zone in sorted(inv.zones.items()):
+            b.add("sanlens_ontap_availability_zone_info", "gauge",
+                  "ASA r2 storage availability zone of each node (ASA r2 has no aggregates).",
+                  {"cluster": c, "zone": zone, "node": node}, 1)  # fmt: skip
+        for endpoint, reason in sorted(self.caps.missing.items()):
+            b.add("sanlens_ontap_endpoint_missing", "gauge",
+                  "A REST endpoint the cluster refuses (1 while refused): absent on its release or platform, or outside the role.",
+                  {"cluster": c, "endpoint": endpoint, "reason": reason}, 1)  # fmt: skip
         for (node, port), p in inv.fc_ports.items():
             b.add("sanlens_ontap_fc_port_info", "gauge", "FC target port inventory and state.",
                   {"cluster": c, "node": node, "port": port, "state": p["state"]}, 1)  # fmt: skip

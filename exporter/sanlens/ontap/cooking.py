@@ -50,6 +50,7 @@ class CounterRow:
     counters: dict[str, Value] = field(default_factory=dict)
     labels: dict[str, list[str]] = field(default_factory=dict)  # array counter -> labels by position
     complete: bool = True
+    sampled_at: float | None = None  # when ONTAP sampled the row (a `statistics` field's timestamp)
 
 
 @dataclass(slots=True)

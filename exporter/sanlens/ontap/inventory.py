@@ -1,4 +1,4 @@
-"""Cluster inventory from the ONTAP REST collections, and the pre-9.11 statistics fallback.
+"""Cluster inventory from the ONTAP REST collections.
 
 Inventory gives the counters their meaning: which aggregate a volume lives on,
 which disks form the newest RAID group, which LUN serial the hosts see. RAID and
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens.model import BackgroundOp
+from sanlens.ontap.capabilities import ASA_R2, UNIFIED, Capabilities
 from sanlens.ontap.client import OntapClient, OntapNotFound
-from sanlens.ontap.cooking import CounterRow
 
 
 def _g(rec: Mapping[str, Any], path: str, default: Any = "") -> Any:
@@ -40,6 +40,12 @@ class Inventory:
     raid_ops: list[BackgroundOp] = field(default_factory=list)
     fc_ports: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (node, port) -> info
     degraded_raid_groups: dict[str, int] = field(default_factory=dict)  # aggregate -> degraded RAID groups
+    namespaces: list[dict[str, Any]] = field(default_factory=list)  # NVMe namespaces, as `luns`
+    # iSCSI and NVMe/TCP data LIFs: (svm, lif) -> {node, port, protocol, state}
+    ip_lifs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    eth_ports: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (node, port) -> info
+    zones: dict[str, str] = field(default_factory=dict)  # node -> ASA r2 storage availability zone
+    personality: str = UNIFIED
 
 
 def _thin(requested: object) -> bool | None:
@@ -60,10 +66,37 @@ AGGR_FIELDS = "name,uuid,node.name,state,block_storage.primary.disk_type,block_s
 DISK_FIELDS = "name,type,rpm,container_type,aggregates.name,node.name,state"
 NODE_FIELDS = "name,uuid,model,serial_number,controller.cpu"
 FC_PORT_FIELDS = "name,node.name,enabled,state,speed.maximum,fabric.connected,fabric.connected_speed"
+NAMESPACE_FIELDS = "name,uuid,svm.name,location.volume.name,location.node.name,os_type,status.state"
+IP_LIF_FIELDS = "name,svm.name,location.node.name,location.port.name,services,state"
+ETH_PORT_FIELDS = "name,node.name,speed,state"
+ZONE_FIELDS = "name,nodes.name"
+# the data services of the IP LIFs a SAN front end uses, and the protocol each serves
+SAN_SERVICES = {"data_iscsi": "iscsi", "data_nvme_tcp": "nvme_tcp"}
 
 
-def fetch_static(client: OntapClient, inv: Inventory) -> None:
-    """Nodes, LUNs, aggregates and disks: slow-changing, refreshed every few polls."""
+def _lun_record(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A LUN's or namespace's identity and state (both join host disks the same way)."""
+    return {
+        "svm": str(_g(r, "svm.name")),
+        "volume": str(_g(r, "location.volume.name")),
+        "lun": str(r.get("name", "")),
+        "serial": str(r.get("serial_number", "")),
+        "uuid": str(r.get("uuid", "")),
+        "os_type": str(r.get("os_type", "")),
+        "node": str(_g(r, "location.node.name")),
+        "state": str(_g(r, "status.state")),
+        # no space guarantee requested: a thin LUN, taken offline when its volume fills
+        "thin": _thin(_g(r, "space.guarantee.requested", None)),
+    }
+
+
+def fetch_static(
+    client: OntapClient, inv: Inventory, caps: Capabilities | None = None, release: str = ""
+) -> None:
+    """Nodes, LUNs and namespaces, aggregates (or ASA r2's zones) and disks: slow-changing, refreshed
+    every few polls. Endpoints other than nodes and LUNs may be refused (``caps``): they stay empty."""
+    caps = caps or Capabilities("")
+    inv.personality = caps.personality
     inv.nodes = {
         str(r.get("name")): {
             "model": str(r.get("model", "")),
@@ -72,21 +105,34 @@ def fetch_static(client: OntapClient, inv: Inventory) -> None:
         }
         for r in client.records("/api/cluster/nodes", {"fields": NODE_FIELDS})
     }
-    inv.luns = [
-        {
-            "svm": str(_g(r, "svm.name")),
-            "volume": str(_g(r, "location.volume.name")),
-            "lun": str(r.get("name", "")),
-            "serial": str(r.get("serial_number", "")),
-            "os_type": str(r.get("os_type", "")),
-            "node": str(_g(r, "location.node.name")),
-            "state": str(_g(r, "status.state")),
-            # no space guarantee requested: a thin LUN, taken offline when its volume fills
-            "thin": _thin(_g(r, "space.guarantee.requested", None)),
-        }
-        for r in client.records("/api/storage/luns", {"fields": LUN_FIELDS})
-    ]
-    inv.aggregates = {
+    inv.luns = [_lun_record(r) for r in client.records("/api/storage/luns", {"fields": LUN_FIELDS})]
+    inv.namespaces = caps.optional(
+        "/api/storage/namespaces",
+        lambda: [
+            _lun_record(r) for r in client.records("/api/storage/namespaces", {"fields": NAMESPACE_FIELDS})
+        ],
+        [],
+        release,
+    )
+    inv.zones = {}
+    if caps.personality == ASA_R2:  # no aggregates: storage availability zones, one per HA pair
+        inv.aggregates = {}
+        no_zones: list[dict[str, Any]] = []
+        for z in caps.optional(
+            "/api/storage/availability-zones",
+            lambda: list(client.records("/api/storage/availability-zones", {"fields": ZONE_FIELDS})),
+            no_zones,
+            release,
+        ):
+            for n in z.get("nodes") or []:
+                inv.zones[str(_g(n, "name"))] = str(z.get("name", ""))
+    else:
+        inv.aggregates = caps.optional("/api/storage/aggregates", lambda: _aggregates(client), {}, release)
+    inv.disks = caps.optional("/api/storage/disks", lambda: _disks(client), {}, release)
+
+
+def _aggregates(client: OntapClient) -> dict[str, dict[str, Any]]:
+    return {
         str(r.get("name")): {
             "uuid": str(r.get("uuid", "")),
             "node": str(_g(r, "node.name")),
@@ -96,7 +142,10 @@ def fetch_static(client: OntapClient, inv: Inventory) -> None:
         }
         for r in client.records("/api/storage/aggregates", {"fields": AGGR_FIELDS})
     }
-    inv.disks = {
+
+
+def _disks(client: OntapClient) -> dict[str, dict[str, str]]:
+    return {
         str(r.get("name")): {
             "type": str(r.get("type", "")),
             "rpm": str(r.get("rpm", "")),
@@ -110,11 +159,16 @@ def fetch_static(client: OntapClient, inv: Inventory) -> None:
 
 
 def fetch_dynamic(
-    client: OntapClient, inv: Inventory, cluster: str, with_stats: bool
+    client: OntapClient,
+    inv: Inventory,
+    cluster: str,
+    with_stats: bool,
+    caps: Capabilities | None = None,
+    release: str = "",
 ) -> list[dict[str, Any]]:
     """Volumes (with move state) and every aggregate's plexes (RAID state): fresh each poll.
 
-    Returns the raw volume records so the fallback can read their ``statistics``.
+    Returns the raw volume records so the statistics path can read their ``statistics``.
     """
     fields = VOLUME_FIELDS + (",statistics" if with_stats else "")
     vol_recs = list(client.records("/api/storage/volumes", {"fields": fields}))
@@ -133,12 +187,18 @@ def fetch_dynamic(
     raid_of: dict[str, str] = {}
     position: dict[str, str] = {}
     degraded: dict[str, int] = {}
+    caps = caps or Capabilities(cluster)
     for aggr, info in inv.aggregates.items():
         if not info["uuid"]:
             continue
-        for plex in client.records(
-            f"/api/storage/aggregates/{info['uuid']}/plexes", {"fields": "name,raid_groups,resync"}
-        ):
+        path = f"/api/storage/aggregates/{info['uuid']}/plexes"
+
+        def read(path: str = path) -> list[dict[str, Any]]:
+            return list(client.records(path, {"fields": "name,raid_groups,resync"}))
+
+        no_plexes: list[dict[str, Any]] = []
+        plexes = caps.optional("/api/storage/aggregates/{uuid}/plexes", read, no_plexes, release)
+        for plex in plexes:
             pname = str(plex.get("name", "plex0"))
             if _g(plex, "resync.active", False):
                 ops.append(BackgroundOp(cluster, "resync", aggr, raid_group=f"/{aggr}/{pname}",
@@ -159,7 +219,43 @@ def fetch_dynamic(
     inv.disk_position = position
     inv.degraded_raid_groups = degraded
     inv.fc_ports = fetch_fc_ports(client)
+    inv.ip_lifs = caps.optional("/api/network/ip/interfaces", lambda: _ip_lifs(client), {}, release)
+    inv.eth_ports = (
+        caps.optional("/api/network/ethernet/ports", lambda: _eth_ports(client, inv.ip_lifs), {}, release)
+        if inv.ip_lifs
+        else {}
+    )
     return vol_recs
+
+
+def _ip_lifs(client: OntapClient) -> dict[tuple[str, str], dict[str, Any]]:
+    """The iSCSI and NVMe/TCP data LIFs and the Ethernet port each sits on now."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in client.records("/api/network/ip/interfaces", {"fields": IP_LIF_FIELDS}):
+        protocol = next((p for s, p in SAN_SERVICES.items() if s in (r.get("services") or ())), "")
+        if protocol:
+            out[(str(_g(r, "svm.name")), str(r.get("name", "")))] = {
+                "node": str(_g(r, "location.node.name")),
+                "port": str(_g(r, "location.port.name")),
+                "protocol": protocol,
+                "state": str(r.get("state", "")),
+            }
+    return out
+
+
+def _eth_ports(
+    client: OntapClient, lifs: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The Ethernet ports under SAN LIFs: state and speed (ONTAP gives Mbit/s), the front end's capacity."""
+    used = {(x["node"], x["port"]) for x in lifs.values()}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in client.records("/api/network/ethernet/ports", {"fields": ETH_PORT_FIELDS}):
+        key = (str(_g(r, "node.name")), str(r.get("name", "")))
+        if key in used:
+            speed = r.get("speed")
+            mbps = float(speed) if isinstance(speed, int | float) and not isinstance(speed, bool) else 0.0
+            out[key] = {"state": str(r.get("state", "")), "speed_gbps": mbps / 1000.0 if mbps > 0 else None}
+    return out
 
 
 def fetch_fc_ports(client: OntapClient) -> dict[tuple[str, str], dict[str, Any]]:
@@ -180,72 +276,3 @@ def fetch_fc_ports(client: OntapClient) -> dict[tuple[str, str], dict[str, Any]]
             "max_speed_gbps": _g(r, "speed.maximum", None),
         }
     return out
-
-
-# ------------------------------------------------------------ pre-9.11 fallback
-_KEYPERF = (("iops_raw", "ops"), ("latency_raw", "latency"), ("throughput_raw", "data"))
-_NAMES = {
-    "lun": {
-        ("ops", "read"): "read_ops", ("ops", "write"): "write_ops", ("ops", "other"): "other_ops",
-        ("latency", "read"): "average_read_latency", ("latency", "write"): "average_write_latency",
-        ("data", "read"): "read_data", ("data", "write"): "write_data",
-    },
-    "volume": {
-        ("ops", "read"): "total_read_ops", ("ops", "write"): "total_write_ops",
-        ("ops", "other"): "total_other_ops", ("ops", "total"): "total_ops",
-        ("latency", "read"): "read_latency", ("latency", "write"): "write_latency",
-        ("latency", "other"): "other_latency",
-        ("data", "read"): "bytes_read", ("data", "write"): "bytes_written",
-    },
-}  # fmt: skip
-
-
-def keyperf_row(table: str, instance: str, props: dict[str, str], stats: Mapping[str, Any]) -> CounterRow:
-    """A ``statistics`` object (iops_raw, latency_raw µs, throughput_raw) as a counter-table row."""
-    row = CounterRow(table, instance, props)
-    names = _NAMES[table]
-    for group, kind in _KEYPERF:
-        for op, v in (stats.get(group) or {}).items():
-            name = names.get((kind, op))
-            if name is not None and isinstance(v, int | float):
-                row.counters[name] = float(v)
-    return row
-
-
-def fallback_rows(client: OntapClient, vol_recs: list[dict[str, Any]]) -> dict[str, list[CounterRow]]:
-    """LUN, volume and node rows from the ``statistics`` fields, for ONTAP before 9.11."""
-    luns = [
-        keyperf_row(
-            "lun",
-            str(r.get("uuid") or r.get("name")),
-            {
-                "svm.name": str(_g(r, "svm.name")),
-                "volume.name": str(_g(r, "location.volume.name")),
-                "name": str(r.get("name", "")),
-            },
-            r.get("statistics") or {},
-        )
-        for r in client.records(
-            "/api/storage/luns", {"fields": "name,uuid,svm.name,location.volume.name,statistics"}
-        )
-    ]
-    vols = [
-        keyperf_row(
-            "volume",
-            str(r.get("uuid") or r.get("name")),
-            {"svm.name": str(_g(r, "svm.name")), "name": str(r.get("name", ""))},
-            r.get("statistics") or {},
-        )
-        for r in vol_recs
-    ]
-    nodes = []
-    for r in client.records("/api/cluster/nodes", {"fields": "name,uuid,statistics"}):
-        st = r.get("statistics") or {}
-        row = CounterRow("system:node", str(r.get("name")), {"name": str(r.get("name", ""))})
-        # processor_utilization is the average over the node's processors (Harvest's KeyPerf template
-        # exports it as node_avg_processor_busy), not ONTAP's busiest-domain cpu_busy
-        if "processor_utilization_raw" in st and "processor_utilization_base" in st:
-            row.counters["average_processor_busy_percent"] = float(st["processor_utilization_raw"])
-            row.counters["cpu_elapsed_time"] = float(st["processor_utilization_base"])
-        nodes.append(row)
-    return {"lun": luns, "volume": vols, "system:node": nodes}

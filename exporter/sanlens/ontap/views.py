@@ -17,6 +17,7 @@ from sanlens.model import (
     BackgroundOp,
     DiskStats,
     FcPortStats,
+    LifStats,
     LunStats,
     NodeStats,
     OntapVersion,
@@ -66,6 +67,8 @@ def build_view(
     inv = inventory or Inventory()
     aggr_node = {a: i["node"] for a, i in inv.aggregates.items()}
     serial = {(x["svm"], x["lun"]): x for x in inv.luns}
+    namespaces = {(x["svm"], x["lun"]): x for x in inv.namespaces}
+    lifs: list[LifStats] = []
     luns: list[LunStats] = []
     vols: list[VolumeStats] = []
     nodes: list[NodeStats] = []
@@ -81,16 +84,19 @@ def build_view(
             continue
         lab = tdef.label_values(row.properties, row.instance)
         f = view_fields(tdef, values)
-        if row.table == "lun":
-            meta = serial.get((lab["svm"], lab["lun"]), {})
+        if row.table in ("lun", "namespace"):
+            kind = row.table
+            path = lab["lun"] if kind == "lun" else lab["namespace"]
+            meta = (serial if kind == "lun" else namespaces).get((lab["svm"], path), {})
+            node = lab.get("node") or meta.get("node", "")
             luns.append(
                 LunStats(
                     cluster,
                     lab["svm"],
                     lab["volume"] or meta.get("volume", ""),
-                    lab["lun"],
+                    path,
                     meta.get("serial", ""),
-                    lab.get("node") or meta.get("node", ""),
+                    node,
                     f.get("read_iops"),
                     f.get("write_iops"),
                     f.get("other_iops"),
@@ -100,8 +106,12 @@ def build_view(
                     f.get("write_bytes_s"),
                     str(meta.get("state", "")),
                     meta.get("thin"),
+                    kind,
+                    inv.zones.get(node, ""),
                 )
             )
+        elif row.table in ("iscsi_lif", "nvmf_lif"):
+            lifs.append(_lif(cluster, row.table, lab, f, inv))
         elif row.table == "volume":
             key = (lab["svm"], lab["volume"])
             seen_vols.add(key)
@@ -210,13 +220,15 @@ def build_view(
                 )
         # an offline LUN serves no I/O and may answer no counter row: its inventory state is all
         # there is, and lun_not_online must still judge it
-        seen_luns = {(x.svm, x.lun) for x in luns}
-        for x in inv.luns:
-            if (x["svm"], x["lun"]) not in seen_luns:
-                luns.append(
-                    LunStats(cluster, x["svm"], x.get("volume", ""), x["lun"], x.get("serial", ""),
-                             x.get("node", ""), state=str(x.get("state", "")), thin=x.get("thin"))
-                )  # fmt: skip
+        seen_luns = {(x.kind, x.svm, x.lun) for x in luns}
+        for kind, listed in (("lun", inv.luns), ("namespace", inv.namespaces)):
+            for x in listed:
+                if (kind, x["svm"], x["lun"]) not in seen_luns:
+                    luns.append(
+                        LunStats(cluster, x["svm"], x.get("volume", ""), x["lun"], x.get("serial", ""),
+                                 x.get("node", ""), state=str(x.get("state", "")), thin=x.get("thin"),
+                                 kind=kind, zone=inv.zones.get(x.get("node", ""), ""))
+                    )  # fmt: skip
         for name, n in inv.nodes.items():
             if name not in seen_nodes:
                 nodes.append(NodeStats(cluster, name, n.get("model", ""), _int(n.get("processors"))))
@@ -266,6 +278,44 @@ def build_view(
         aggrs,
         tuple(inv.raid_ops) + moves,
         tuple(ports),
+        tuple(lifs),
+        inv.personality,
+    )
+
+
+def _lif(cluster: str, table: str, lab: dict[str, str], f: dict[str, Any], inv: Inventory) -> LifStats:
+    """An iSCSI or NVMe-oF LIF row, with its port (and that port's speed) from the inventory."""
+    ip = inv.ip_lifs.get((lab["svm"], lab["lif"]), {})
+    node = lab.get("node") or ip.get("node", "")
+    port = ip.get("port") or lab.get("port", "")
+    if table == "iscsi_lif":
+        protocol = "iscsi"
+    elif ip:
+        protocol = str(ip.get("protocol", "nvme_tcp"))
+    else:  # an NVMe LIF that is no IP interface sits on an FC port
+        protocol = "nvme_fc" if (node, port) in inv.fc_ports else "nvme"
+    if protocol == "nvme_fc":
+        fc = inv.fc_ports.get((node, port), {})
+        speed, state = fc.get("speed_gbps"), str(fc.get("state", ""))
+    else:
+        eth = inv.eth_ports.get((node, port), {})
+        speed, state = eth.get("speed_gbps"), str(ip.get("state") or eth.get("state", ""))
+    return LifStats(
+        cluster,
+        node,
+        lab["svm"],
+        lab["lif"],
+        protocol,
+        port,
+        speed,
+        state,
+        f.get("read_iops"),
+        f.get("write_iops"),
+        f.get("read_latency_s"),
+        f.get("write_latency_s"),
+        f.get("read_bytes_s"),
+        f.get("write_bytes_s"),
+        f.get("protocol_errors"),
     )
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from sanlens.sim.world import (
+    ETHERNET_PORT_NAMES,
+    ETHERNET_PROTOCOLS,
     FC_PORT_NAMES,
     HEALTHY_DOMAINS,
+    SAN_PROTOCOLS,
     Aggregate,
     Disk,
     Host,
@@ -66,8 +69,12 @@ class Builder:
         self.hosts: list[Host] = []
         self.filler_aggrs: list[Aggregate] = []
         self.filler_vols: list[Volume] = []
-        self.lifs_per_node = 2
+        self.personality = "unified"
+        self.lifs_per_node = 2  # FC LIFs per node
         self.fc_speed_gbps = 16
+        # LIFs per node of the other protocols (2 when not set), made only for protocols in use
+        self.protocol_lifs: dict[str, int] = {}
+        self.eth_speed_gbps = 25
         self.fa_queue_full: dict[
             str, float
         ] = {}  # node -> per port, per second: an over-subscribed front end
@@ -140,12 +147,16 @@ class Builder:
         luns: int = 2,
         svm: str = "svm1",
         io_kb: float = 8.0,
+        protocol: str = "fcp",
     ) -> Volume:
-        """A volume whose ``ops`` are spread evenly over ``luns`` LUNs."""
+        """A volume whose ``ops`` are spread evenly over ``luns`` LUNs (NVMe namespaces when
+        ``protocol`` is nvme_tcp or nvme_fc), which its hosts reach over ``protocol``."""
+        assert protocol in SAN_PROTOCOLS, protocol
         v = Volume(name, stable_uuid(self.cluster, "vol", svm, name), svm, aggr.name, aggr.node)
         self.volumes.append(v)
+        nvme = protocol.startswith("nvme")
         for i in range(luns):
-            path = f"/vol/{name}/lun{i}"
+            path = f"/vol/{name}/{'ns' if nvme else 'lun'}{i}"
             lun = Lun(
                 path,
                 stable_uuid(self.cluster, "lun", svm, path),
@@ -154,6 +165,8 @@ class Builder:
                 name,
                 aggr.node,
                 io_for(ops / luns, read_share, *lat_ms, io_kb=io_kb),
+                os_type="linux" if nvme else "windows_2008",
+                protocol=protocol,
             )
             self.luns.append(lun)
             self._by_vol.setdefault((svm, name), []).append(lun)
@@ -305,7 +318,7 @@ class Builder:
 
     # -- finish
     def build(self) -> World:
-        """Roll LUN ops up to volumes, nodes and FCP LIFs."""
+        """Roll LUN ops up to volumes, nodes and each protocol's LIFs."""
         by_vol: dict[tuple[str, str], IoRates] = {}
         for lun in self.luns:
             by_vol.setdefault((lun.svm, lun.volume), IoRates()).add(lun.io)
@@ -321,34 +334,7 @@ class Builder:
             n.total_ops = sum(v.io.total_ops for v in vols)
             n.read_ops = sum(v.io.read_ops for v in vols)
             n.write_ops = sum(v.io.write_ops for v in vols)
-            node_io = IoRates()
-            for lun in self.luns:
-                if lun.node == n.name:
-                    node_io.add(lun.io)
-            k = max(1, self.lifs_per_node)
-            for j in range(k):
-                share = IoRates(
-                    read_ops=node_io.read_ops / k,
-                    write_ops=node_io.write_ops / k,
-                    other_ops=node_io.other_ops / k,
-                    read_lat_us=node_io.read_lat_us,
-                    write_lat_us=node_io.write_lat_us,
-                    read_bytes=node_io.read_bytes / k,
-                    write_bytes=node_io.write_bytes / k,
-                )
-                port = FC_PORT_NAMES[j % len(FC_PORT_NAMES)]
-                lifs.append(
-                    Lif(
-                        f"{n.name}_fc_{j + 1}",
-                        n.name,
-                        "svm1",
-                        share,
-                        port,
-                        self.fc_speed_gbps,
-                        self.fa_queue_full.get(n.name, 0.0),
-                        "link_disconnected" if (n.name, port) in self.down_ports else "online",
-                    )
-                )
+            lifs += self._node_lifs(n)
         return World(
             self.cluster,
             self.version,
@@ -359,7 +345,79 @@ class Builder:
             lifs,
             self.spares,
             self.hosts,
+            self.personality,
         )
+
+    def _node_lifs(self, n: Node) -> list[Lif]:
+        """The node's LIFs, one per target port: FC always, the other protocols when some LUN uses
+        them. Each protocol's LIFs share the io of that protocol's LUNs on the node evenly; FC and
+        NVMe/FC LIFs take FC ports in turn, iSCSI and NVMe/TCP LIFs Ethernet ports."""
+        used = {x.protocol for x in self.luns}
+        out: list[Lif] = []
+        taken = {False: 0, True: 0}  # ports used so far, by "is Ethernet"
+        for proto in SAN_PROTOCOLS:
+            if proto != "fcp" and proto not in used:
+                continue
+            node_io = IoRates()
+            for lun in self.luns:
+                if lun.node == n.name and lun.protocol == proto:
+                    node_io.add(lun.io)
+            eth = proto in ETHERNET_PROTOCOLS
+            k = max(1, self.lifs_per_node if proto == "fcp" else self.protocol_lifs.get(proto, 2))
+            names = ETHERNET_PORT_NAMES if eth else FC_PORT_NAMES
+            for j in range(k):
+                share = IoRates(
+                    read_ops=node_io.read_ops / k,
+                    write_ops=node_io.write_ops / k,
+                    other_ops=node_io.other_ops / k,
+                    read_lat_us=node_io.read_lat_us,
+                    write_lat_us=node_io.write_lat_us,
+                    read_bytes=node_io.read_bytes / k,
+                    write_bytes=node_io.write_bytes / k,
+                )
+                port = names[taken[eth] % len(names)]
+                taken[eth] += 1
+                down = (n.name, port) in self.down_ports
+                out.append(
+                    Lif(
+                        f"{n.name}_{LIF_TAGS[proto]}_{j + 1}",
+                        n.name,
+                        "svm1",
+                        share,
+                        port,
+                        self.eth_speed_gbps if eth else self.fc_speed_gbps,
+                        0.0 if eth else self.fa_queue_full.get(n.name, 0.0),
+                        ("down" if down else "up") if eth else ("link_disconnected" if down else "online"),
+                        proto,
+                    )
+                )
+        return out
+
+    def linux_nvme_disk(
+        self,
+        host: Host,
+        namespace: Lun,
+        lat_ms: tuple[float, float],
+        idle: float,
+        queue: float,
+        paths: int = 2,
+        failed: int = 0,
+    ) -> HostDisk:
+        """An NVMe namespace under native NVMe multipath: the block device ``nvme<S>n1`` (a subsystem
+        of its own here) over ``paths`` controllers, each a hidden path device ``nvme<S>c<C>n1``
+        (controller numbers run across the host), the last ``failed`` of them lost."""
+        nvme = [d for d in host.disks if d.number.startswith("nvme")]
+        first = sum(len(d.path_devices) for d in nvme)
+        devices = tuple(f"nvme{len(nvme)}c{first + i}n1" for i in range(paths))
+        lost = devices[len(devices) - failed :] if failed else ()
+        return _lun_disk(
+            host, f"nvme{len(nvme)}n1", "", namespace, lat_ms, idle, queue,
+            paths=paths, optimized_paths=None, path_devices=devices, lost=lost, failed=lost,
+        )  # fmt: skip
+
+
+# The protocol's part of a LIF's name (node_fc_1, node_iscsi_1, ...).
+LIF_TAGS = {"fcp": "fc", "iscsi": "iscsi", "nvme_tcp": "nvmetcp", "nvme_fc": "nvmefc"}
 
 
 def _lun_disk(

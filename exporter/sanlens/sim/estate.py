@@ -59,6 +59,17 @@ def lun_rates(io: IoRates) -> dict[str, float]:
     }
 
 
+def lif_rates(x: Lif) -> dict[str, float]:
+    """A LIF's counters: the LUN names (fcp_lif, nvmf_lif) plus iscsi_lif's own spelling."""
+    out = lun_rates(x.io)
+    if x.protocol == "iscsi":
+        out["iscsi_read_ops"] = out["read_ops"]
+        out["iscsi_write_ops"] = out["write_ops"]
+        out["iscsi_other_ops"] = out["other_ops"]
+        out["cmd_transferred"] = out["total_ops"]
+    return out
+
+
 def fcport_rates(x: Lif) -> dict[str, float]:
     out = lun_rates(x.io)
     out["total_data"] = x.io.read_bytes + x.io.write_bytes
@@ -228,8 +239,8 @@ KINDS: dict[str, Kind] = {
     "volume": Kind(lambda w: w.volumes, lambda x: f"{x.svm}:{x.name}", lambda x: volume_rates(x.io)),
     "node": Kind(lambda w: w.nodes, lambda x: x.name, node_rates),
     "disk": Kind(lambda w: [d for a in w.aggregates for d in a.disks], lambda x: x.name, disk_rates),
-    "lif": Kind(lambda w: w.lifs, lambda x: f"{x.svm}:{x.name}", lambda x: lun_rates(x.io)),
-    "fcport": Kind(lambda w: w.lifs, lambda x: f"{x.node}:{x.port}", fcport_rates),
+    "lif": Kind(lambda w: w.lifs, lambda x: f"{x.svm}:{x.name}", lif_rates),
+    "fcport": Kind(lambda w: w.fc_lifs, lambda x: f"{x.node}:{x.port}", fcport_rates),
     "wafl": Kind(lambda w: w.nodes, lambda x: x.name, wafl_rates),
     "hostdisk": Kind(
         lambda w: [(h.name, d) for h in w.hosts for d in h.disks],
@@ -336,15 +347,19 @@ class Estate:
             "started": self.started,
             "cluster_name": w.cluster,
             "ontap_version": ".".join(map(str, w.version)),
+            "personality": w.personality,
             "hosts": [h.name for h in w.hosts if h.os == "windows"],
             "linux_hosts": [h.name for h in w.hosts if h.os == "linux"],
             "counts": {
                 "nodes": len(w.nodes),
                 "aggregates": len(w.aggregates),
                 "volumes": len(w.volumes),
-                "luns": len(w.luns),
+                "luns": len(w.plain_luns),
+                "namespaces": len(w.namespaces),
                 "disks": len(w.disks),
-                "fcp_lifs": len(w.lifs),
+                "fcp_lifs": sum(1 for x in w.lifs if x.protocol == "fcp"),
+                "iscsi_lifs": sum(1 for x in w.lifs if x.protocol == "iscsi"),
+                "nvmf_lifs": sum(1 for x in w.lifs if x.protocol.startswith("nvme")),
                 "hosts": sum(1 for h in w.hosts if h.os == "windows"),
                 "host_disks": sum(len(h.disks) for h in w.hosts if h.os == "windows"),
                 "linux_hosts": sum(1 for h in w.hosts if h.os == "linux"),

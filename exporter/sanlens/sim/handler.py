@@ -16,6 +16,7 @@ import struct
 import time
 import urllib.parse
 from collections.abc import Callable
+from functools import partial
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
@@ -252,9 +253,22 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/api/cluster/nodes":
             items, build = w.nodes, lambda page: ontap_collections.node_records(estate, w, page, t)
         elif path == "/api/storage/luns":
-            items, build = w.luns, lambda page: ontap_collections.lun_records(estate, w, page, t, stats)
+            items, build = w.plain_luns, lambda page: ontap_collections.lun_records(estate, w, page, t, stats)
+        elif path == "/api/storage/namespaces":
+            items = w.namespaces
+            build = partial(ontap_collections.namespace_records, estate, w, t=t, with_stats=stats)
         elif path == "/api/storage/volumes":
             items, build = w.volumes, lambda page: ontap_collections.volume_records(estate, w, page, t, stats)
+        elif w.asa_r2 and path.startswith("/api/storage/aggregates"):
+            raise ontap_api.asa_r2_refusal()
+        elif w.asa_r2 and path == "/api/storage/storage-units":
+            items = w.luns
+            build = partial(ontap_collections.storage_unit_records, estate, w, t=t, with_stats=stats)
+        elif w.asa_r2 and path == "/api/storage/availability-zones":
+            items, build = (
+                ontap_collections.zones(w),
+                lambda page: ontap_collections.availability_zone_records(w, page),
+            )
         elif path == "/api/storage/aggregates":
             items, build = w.aggregates, lambda page: ontap_collections.aggregate_records(w, page)
         elif path == "/api/storage/disks":
@@ -262,8 +276,18 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/api/storage/shelves":
             items, build = [], lambda page: []
         elif path == "/api/network/fc/ports":
-            items, build = w.lifs, lambda page: ontap_collections.fc_port_records(w, page)
-            ids = [stable_uuid(w.cluster, "fcport", x.node, x.port) for x in w.lifs]
+            items, build = w.fc_lifs, lambda page: ontap_collections.fc_port_records(w, page)
+            ids = [stable_uuid(w.cluster, "fcport", x.node, x.port) for x in items]
+            return ontap_api.page(items, ids, key, build, paths, raw_path, query, loop=self._loop)
+        elif path == "/api/network/ip/interfaces":
+            items = w.ip_lifs
+            build = partial(ontap_collections.ip_interface_records, estate, w, t=t, with_stats=stats)
+            ids = [ontap_collections.ip_interface_uuid(w, x) for x in items]
+            return ontap_api.page(items, ids, key, build, paths, raw_path, query, loop=self._loop)
+        elif path == "/api/network/ethernet/ports":
+            items = ontap_collections.ethernet_ports(w)
+            build = partial(ontap_collections.ethernet_port_records, w)
+            ids = [ontap_collections.ethernet_port_uuid(w, x) for x in items]
             return ontap_api.page(items, ids, key, build, paths, raw_path, query, loop=self._loop)
         elif path == "/api/svm/svms":
             items, build, key = w.svms, lambda page: ontap_collections.svm_records(w, page), "name"

@@ -12,6 +12,15 @@ kernel's: counts and sectors are 64-bit, every time is a 32-bit count of millise
 device keeps its last counters and reads ``transport-offline`` (fast_io_fail_tmo
 expired, dev_loss_tmo not yet). The host also serves sanlens's textfile families: each
 path's queue depth and ALUA access state.
+
+A disk whose LUN is an NVMe namespace is served as native NVMe multipath shows it: the
+namespace's block device ``nvme<S>n1`` (major 259, udev's ID_WWN = the kernel's wwid
+``uuid.<namespace UUID>``, model ``NetApp ONTAP Controller``, serial the subsystem's) counts the
+I/O, as kernels with multipath I/O statistics do; each controller adds a hidden path device
+``nvme<S>c<C>n1``, listed by /proc/diskstats but unknown to udev (hidden disks send no uevents), so
+its ``node_disk_info`` labels are empty. The nvme collector's ``node_nvme_info`` gives each
+controller's state (a lost one is ``connecting``: reconnecting until ctrl_loss_tmo). Its other
+families, and the nvmesubsystem collector (off by default), are not served.
 """
 
 from __future__ import annotations
@@ -23,10 +32,14 @@ from decimal import Decimal
 from sanlens.exposition import escape_label_value
 from sanlens.join import ontap_wwid
 from sanlens.sim.estate import Estate
-from sanlens.sim.world import Host, HostDisk
+from sanlens.sim.world import Host, HostDisk, Lun, lun_serial
 
 WRAP_MS = 2**32
 FAILED_STATE = "transport-offline"
+NVME_FAILED_STATE = "connecting"  # a fabric controller whose connection is lost, until ctrl_loss_tmo
+NVME_MAJOR = "259"  # block extended major: NVMe namespaces and their hidden path devices
+ONTAP_NVME_MODEL = "NetApp ONTAP Controller"
+ONTAP_NVME_FIRMWARE = "FFFFFFFF"
 _SECTOR = 512
 
 # (family, type, HELP, estate counter or None for a gauge, kind: bytes | time | count)
@@ -109,11 +122,40 @@ def render(estate: Estate, host: Host, t: float) -> str:
     # device -> (counters, io_now); the boot disk's LVM root mirrors it, swap stays idle
     devices: dict[str, tuple[dict[str, float], float]] = {}
     info: dict[str, dict[str, str]] = {}
-    maps = [d for d in host.disks if d.dm]
+    luns = {x.key: x for x in estate.world(t).luns}
+    namespaces = {d.number: ns for d in host.disks if (ns := _namespace(luns.get(d.lun_key)))}
+    maps = [d for d in host.disks if d.dm and d.number not in namespaces]
     minors = {"sda": 0}
+    controllers: list[tuple[str, str, str, str]] = []  # (nvmeC, subsystem serial, state, cntlid)
     for d in host.disks:
         c = row(f"{host.name}/{d.number}")
         c["queue"] = c.get("read_seconds", 0.0) + c.get("write_seconds", 0.0)
+        ns = namespaces.get(d.number)
+        if ns is not None:
+            k = list(namespaces).index(d.number)
+            first = sum(len(x.path_devices) for x in host.disks if x.number in list(namespaces)[:k])
+            head = f"nvme{k}n1"
+            serial = lun_serial("nvme-subsystem", ns.svm, ns.uuid) + "AAAAAAAB"
+            devices[head] = (c, round(d.queue))
+            minors[head] = len(minors)
+            info[head] = {
+                "model": ONTAP_NVME_MODEL,
+                "path": "",
+                "revision": ONTAP_NVME_FIRMWARE,
+                "rotational": "0",
+                "serial": serial,
+                "wwn": "uuid." + ns.uuid,
+            }
+            for j, p in enumerate(d.path_devices):
+                pc = row(f"{host.name}/{d.number}/{p}", "hostpath")
+                pc["queue"] = pc.get("read_seconds", 0.0) + pc.get("write_seconds", 0.0)
+                live = p in d.live_paths
+                hidden = f"nvme{k}c{first + j}n1"
+                devices[hidden] = (pc, round(d.queue / max(len(d.live_paths), 1)) if live else 0.0)
+                minors[hidden] = len(minors)
+                state = NVME_FAILED_STATE if p in d.failed else "live"
+                controllers.append((f"nvme{first + j}", serial, state, str(0x41 + j)))
+            continue
         if not d.dm:
             devices[d.number] = (c, round(d.queue))
             devices["dm-0"] = (c, round(d.queue))
@@ -178,7 +220,7 @@ def render(estate: Estate, host: Host, t: float) -> str:
             (
                 _labels(
                     device=dev,
-                    major="253" if dev.startswith("dm-") else "8",
+                    major="253" if dev.startswith("dm-") else NVME_MAJOR if dev.startswith("nvme") else "8",
                     minor=dev[3:] if dev.startswith("dm-") else str(minors.get(dev, 0)),
                     **(
                         info.get(dev)
@@ -238,6 +280,25 @@ def render(estate: Estate, host: Host, t: float) -> str:
                 for p in d.path_devices
             ],
         )
+    if controllers:
+        families["node_nvme_info"] = (
+            "gauge",
+            "Non-numeric data from /sys/class/nvme/<device>, value is always 1.",
+            [
+                (
+                    _labels(
+                        device=ctrl,
+                        firmware_revision=ONTAP_NVME_FIRMWARE,
+                        model=ONTAP_NVME_MODEL,
+                        serial=serial,
+                        state=state,
+                        cntlid=cntlid,
+                    ),
+                    1.0,
+                )
+                for ctrl, serial, state, cntlid in sorted(controllers, key=lambda x: (len(x[0]), x[0]))
+            ],
+        )
     families["sanlens_linux_disk_queue_depth"] = (
         "gauge",
         "Queue depth of a SCSI device (/sys/block/<device>/device/queue_depth), sanlens textfile.",
@@ -257,7 +318,12 @@ def render(estate: Estate, host: Host, t: float) -> str:
         "node_exporter: Whether a collector succeeded.",
         [
             (_labels(collector=c), 1.0)
-            for c in ("diskstats", *(("dmmultipath",) if host.dmmultipath else ()), "textfile")
+            for c in (
+                "diskstats",
+                *(("dmmultipath",) if host.dmmultipath else ()),
+                *(("nvme",) if controllers else ()),
+                "textfile",
+            )
         ],
     )
     families["node_textfile_scrape_error"] = (
@@ -269,6 +335,11 @@ def render(estate: Estate, host: Host, t: float) -> str:
         typ, help_, rows = families[name]
         _family(lines, name, typ, help_, rows)
     return "\n".join(lines) + "\n"
+
+
+def _namespace(lun: Lun | None) -> Lun | None:
+    """The LUN when it is an NVMe namespace (its hosts see it through NVMe-oF)."""
+    return lun if lun is not None and getattr(lun, "protocol", "fcp").startswith("nvme") else None
 
 
 def _sd_index(name: str) -> int:

@@ -34,6 +34,16 @@ def not_found(what: str) -> ApiError:
     return ApiError(404, f'entry doesn\'t exist: "{what}"', "4")
 
 
+# What an ASA r2 system answers for the unified personality's endpoints it does not serve (the
+# counter tables, aggregates and their plexes): ONTAP's answer for an endpoint it does not have,
+# 404 with code 3 ("API not found"). docs/simulator.md says what is checked and what is belief.
+ASA_R2_NOT_FOUND = ("API not found", "3")
+
+
+def asa_r2_refusal() -> ApiError:
+    return ApiError(404, ASA_R2_NOT_FOUND[0], ASA_R2_NOT_FOUND[1])
+
+
 # ------------------------------------------------------------------ ids
 def svm_uuid(w: World, svm: str) -> str:
     return stable_uuid(w.cluster, "svm", svm)

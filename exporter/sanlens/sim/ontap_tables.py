@@ -25,7 +25,7 @@ from typing import Any
 
 from sanlens.ontap.catalogue import CounterDef, TableDef, catalogue
 from sanlens.sim.estate import CP_PHASES, UPTIME_S, Estate
-from sanlens.sim.ontap_api import ApiError, Json, disk_uid, node_uuid, svm_uuid, version_full
+from sanlens.sim.ontap_api import ApiError, Json, asa_r2_refusal, disk_uid, node_uuid, svm_uuid, version_full
 from sanlens.sim.world import DOMAINS, Disk, Lif, Lun, Node, Volume, World
 
 COUNTER_TABLES_SINCE = (9, 11, 0)
@@ -110,6 +110,18 @@ def _lif_props(w: World, x: Lif) -> dict[str, Any]:
     return {"node.name": x.node, "svm.name": x.svm, "port.id": f"{x.node}:{x.port}", "name": x.name}
 
 
+def _ns_props(w: World, x: Lun) -> dict[str, Any]:
+    return {"name": x.path, "svm.name": x.svm, "svm.uuid": svm_uuid(w, x.svm), "uuid": x.uuid}
+
+
+def _iscsi_lif_props(w: World, x: Lif) -> dict[str, Any]:
+    return {"node.name": x.node, "svm.name": x.svm, "name": x.name}
+
+
+def _nvmf_lif_props(w: World, x: Lif) -> dict[str, Any]:
+    return {"node.name": x.node, "svm.name": x.svm, "port_id": f"{x.node}:{x.port}", "name": x.name}
+
+
 def _fcport_props(w: World, x: Lif) -> dict[str, Any]:
     return {
         "node.name": x.node,
@@ -125,10 +137,18 @@ def _tables() -> dict[str, Table]:
         Table(
             cat["lun"],
             "lun",
-            lambda w: w.luns,
+            lambda w: w.plain_luns,
             lambda x: x.key,
             lambda w, x: f"{x.path}:{x.uuid}",
             _lun_props,
+        ),
+        Table(
+            cat["namespace"],
+            "lun",
+            lambda w: w.namespaces,
+            lambda x: x.key,
+            lambda w, x: f"{x.path}:{x.uuid}",
+            _ns_props,
         ),
         Table(
             cat["volume"],
@@ -159,15 +179,31 @@ def _tables() -> dict[str, Table]:
         Table(
             cat["fcp_lif"],
             "lif",
-            lambda w: w.lifs,
+            lambda w: [x for x in w.lifs if x.protocol == "fcp"],
             lambda x: f"{x.svm}:{x.name}",
             lambda w, x: f"{x.svm}:{x.name}",
             _lif_props,
         ),
         Table(
+            cat["iscsi_lif"],
+            "lif",
+            lambda w: [x for x in w.lifs if x.protocol == "iscsi"],
+            lambda x: f"{x.svm}:{x.name}",
+            lambda w, x: f"{x.svm}:{x.name}",
+            _iscsi_lif_props,
+        ),
+        Table(
+            cat["nvmf_lif"],
+            "lif",
+            lambda w: [x for x in w.lifs if x.protocol.startswith("nvme")],
+            lambda x: f"{x.svm}:{x.name}",
+            lambda w, x: f"{x.svm}:{x.name}",
+            _nvmf_lif_props,
+        ),
+        Table(
             cat["fcp"],
             "fcport",
-            lambda w: w.lifs,
+            lambda w: w.fc_lifs,
             lambda x: f"{x.node}:{x.port}",
             lambda w, x: f"{x.node}:{x.port}",
             _fcport_props,
@@ -237,9 +273,17 @@ def schema(w: World, name: str, missing: str = "") -> Json:
     }
 
 
-def _table(w: World, name: str, missing: str = "") -> Table:
+def _refuse_old_or_asa_r2(w: World) -> None:
+    """ASA r2 serves no counter tables (its clients read keyperf ``statistics``); nor do
+    releases before 9.11."""
+    if w.asa_r2:
+        raise asa_r2_refusal()
     if not has_counter_tables(w):
         raise ApiError(404, "API not found", "4")
+
+
+def _table(w: World, name: str, missing: str = "") -> Table:
+    _refuse_old_or_asa_r2(w)
     table = TABLES.get(name)
     if table is None or name == missing:
         raise ApiError(404, *TABLE_NOT_FOUND)
@@ -247,8 +291,7 @@ def _table(w: World, name: str, missing: str = "") -> Table:
 
 
 def table_list(w: World, missing: str = "") -> list[Json]:
-    if not has_counter_tables(w):
-        raise ApiError(404, "API not found", "4")
+    _refuse_old_or_asa_r2(w)
     return [
         {
             "name": n,

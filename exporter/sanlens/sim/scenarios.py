@@ -15,11 +15,12 @@ from typing import Any
 
 from sanlens.model import parse_ontap_version
 from sanlens.sim.builder import Builder
-from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Host, Lun, Node, Volume, World
+from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Host, HostDisk, Lun, Node, Volume, World
 
 CLUSTER = "sanlens-sim"
 MODERN = (9, 12, 1)
 LEGACY = (9, 8, 0)
+ASA_R2 = (9, 16, 1)  # the first ONTAP release of the ASA r2 systems' storage-unit model
 
 # Kahuna (serial domain) at 90 % of one core, 30 % average over 8 CPUs: Σ busy = 240.
 KAHUNA_DOMAINS = {
@@ -165,16 +166,38 @@ def fa_latency_s(ports: int) -> float:
     return max(0.003, 0.15 * 50 ** (-(ports - 4) / 2))
 
 
-def _oversubscribed(b: Builder, aggr: Aggregate, k: Knobs, name: str = "sql01") -> None:
+def _oversubscribed(
+    b: Builder,
+    aggr: Aggregate,
+    k: Knobs,
+    name: str = "sql01",
+    *,
+    protocol: str = "fcp",
+    ops: float | None = None,
+    read_share: float = 0.7,
+    io_kb: float = 8.0,
+) -> Volume:
+    """A Windows host on two LUNs of ``aggr`` behind too few target ports (``fa_ports``): seconds of
+    host latency, the disks 70 % idle, the LUNs at 1 ms in ONTAP."""
     ports = k.fa_ports or 2
-    # the node's front end turns commands away while it is the bottleneck (fewer ports, more queue-full)
-    b.fa_queue_full[aggr.node] = 0.0 if ports >= 6 else 120.0 / ports
+    if protocol == "fcp":
+        # the node's FC front end turns commands away while it is the bottleneck (fewer ports, more queue-full)
+        b.fa_queue_full[aggr.node] = 0.0 if ports >= 6 else 120.0 / ports
     per_disk = 300.0 if ports < 6 else 1200.0
-    v = b.volume(aggr, f"{name}_data", 2 * per_disk, lat_ms=(1.0, 1.0))
+    v = b.volume(
+        aggr,
+        f"{name}_data",
+        2 * per_disk if ops is None else ops,
+        read_share=read_share,
+        lat_ms=(1.0, 1.0),
+        io_kb=io_kb,
+        protocol=protocol,
+    )
     lat_ms = 1000.0 * fa_latency_s(ports)
     h = b.host(name)
     for lun in b.luns_of(v):
         b.host_disk(h, lun, (lat_ms, lat_ms), idle=0.70, queue=2.0, paths=2)
+    return v
 
 
 def _oversubscribed_linux(b: Builder, luns: list[Lun], k: Knobs, name: str = "ora01") -> None:
@@ -201,25 +224,123 @@ def san_oversubscription(k: Knobs, phase: int) -> Builder:
 
 
 # ------------------------------------------------------------------ too-few-luns
+def _hot_lun(b: Builder, aggr: Aggregate, name: str, protocol: str = "fcp") -> Lun:
+    """A volume with one LUN at 30K IOPS, 35 % writes, 0.3 ms in ONTAP."""
+    v = b.volume(aggr, f"{name}_db", 30000.0, read_share=0.65, lat_ms=(0.3, 0.3), luns=1, protocol=protocol)
+    return b.luns_of(v)[0]
+
+
+def _queue_limited(b: Builder, host: Host, lun: Lun) -> HostDisk:
+    """The host's only disk on ``lun``, its queue full: 31 of depth 32 x 1 path.
+
+    Host 1.6 ms vs ONTAP 0.3 ms so that host_queue_limited's R_host >= 2 S_array and
+    R_host - S_array >= 1 ms hold by a clear margin. (Little's law would put 48 IOs in flight at
+    30K x 1.6 ms: the extra wait in the host stack above the LUN queue.) On Linux: one
+    dm-multipath map on one path."""
+    if host.os == "linux":
+        return b.linux_disk(host, lun, (1.6, 1.6), idle=0.02, queue=31.0, paths=1)
+    return b.host_disk(host, lun, (1.6, 1.6), idle=0.02, queue=31.0, paths=1)
+
+
 def too_few_luns(k: Knobs, phase: int) -> Builder:
     b = _builder(k, LEGACY)
     n1, n2 = b.node(BUSY_PARALLEL_DOMAINS), b.node()
     a = b.aggregate(n1, [(24, 0.30)])
-    # one LUN at 30K IOPS, 35 % writes; 3 other volumes keep the aggregate below 80 % on one volume
-    v = b.volume(a, "sql01_db", 30000.0, read_share=0.65, lat_ms=(0.3, 0.3), luns=1)
-    # ora01's one LUN carries another 30K IOPS (each volume stays under 80 % of the aggregate's ops)
-    ora = b.volume(a, "ora01_db", 30000.0, read_share=0.65, lat_ms=(0.3, 0.3), luns=1)
+    # one LUN at 30K IOPS per host; 3 other volumes keep the aggregate below 80 % on one volume
+    # (each hot volume stays under 80 % of the aggregate's ops)
+    sql, ora = _hot_lun(b, a, "sql01"), _hot_lun(b, a, "ora01")
     for i in range(3):
         b.volume(a, f"app{i + 1}", 3000.0, lat_ms=(0.4, 0.5))
     _balanced(b, n2, "n02a")
-    # the same on Linux: one dm-multipath map on one path, 48 I/Os in flight (X x R) at depth 32
-    b.linux_disk(b.linux_host("ora01"), b.luns_of(ora)[0], (1.6, 1.6), idle=0.02, queue=31.0, paths=1)
-    h = b.host("sql01")
-    # Queue full (31 of depth 32 x 1 path); host 1.6 ms vs ONTAP 0.3 ms so that host_queue_limited's
-    # R_host >= 2 S_array and R_host - S_array >= 1 ms hold by a clear margin. (Little's law would
-    # put 48 IOs in flight at 30K x 1.6 ms: the extra wait in the host stack above the LUN queue.)
-    b.host_disk(h, b.luns_of(v)[0], (1.6, 1.6), idle=0.02, queue=31.0, paths=1)
+    _queue_limited(b, b.linux_host("ora01"), ora)
+    _queue_limited(b, b.host("sql01"), sql)
     _healthy_host(b, "sql02", _vols(b, "n02a"))
+    return b
+
+
+# ------------------------------------------------------------------ iscsi
+ISCSI_SPEED_GBPS = 10
+# The over-subscribed host's large reads (backup, ETL) at 10,000 IOPS, 90 % reads of 256 KiB:
+# 2.36 GB/s sent over its node's two 10 GbE iSCSI ports, each at 94 % of line rate.
+ISCSI_OPS, ISCSI_READ_SHARE, ISCSI_IO_KB = 10000.0, 0.9, 256.0
+
+
+def iscsi(k: Knobs, phase: int) -> Builder:
+    """iSCSI on a unified cluster: sql01 over-subscribed behind two 10 GbE target ports near line
+    rate (``fa_ports``: iSCSI ports per node), sql02 queue-limited on one hot LUN, sql03 healthy on FC."""
+    b = _builder(k, MODERN)
+    n1, n2 = b.node(QUIET_DOMAINS), b.node(BUSY_PARALLEL_DOMAINS)
+    b.protocol_lifs["iscsi"] = k.fa_ports or 2
+    b.eth_speed_gbps = ISCSI_SPEED_GBPS
+    a1 = b.aggregate(n1, [(12, 0.15)])
+    _oversubscribed(
+        b, a1, k, "sql01", protocol="iscsi", ops=ISCSI_OPS, read_share=ISCSI_READ_SHARE, io_kb=ISCSI_IO_KB
+    )
+    a2 = b.aggregate(n2, [(24, 0.30)])
+    _queue_limited(b, b.host("sql02"), _hot_lun(b, a2, "sql02", protocol="iscsi"))
+    for i in range(3):
+        b.volume(a2, f"app{i + 1}", 3000.0, lat_ms=(0.4, 0.5))
+    _balanced(b, n1, "n01a", ops=1500.0)
+    _healthy_host(b, "sql03", _vols(b, "n01a"))
+    b.spare(n1)
+    b.spare(n2)
+    return b
+
+
+# ------------------------------------------------------------------ nvme-tcp
+def nvme_tcp(k: Knobs, phase: int) -> Builder:
+    """NVMe-oF on a unified cluster, Linux hosts under native NVMe multipath: ora01 over-subscribed
+    on two NVMe/TCP namespaces behind its node's two 10 GbE ports at line rate (large reads, as the
+    iSCSI case), ora02 queue-limited on one hot namespace; two NVMe/FC namespaces no polled host uses."""
+    b = _builder(k, MODERN)
+    n1, n2 = b.node(QUIET_DOMAINS), b.node()
+    b.eth_speed_gbps = ISCSI_SPEED_GBPS
+    b.protocol_lifs["nvme_tcp"] = k.fa_ports or 2
+    a1 = b.aggregate(n1, [(12, 0.10)])
+    v = b.volume(
+        a1, "ora01_data", ISCSI_OPS, read_share=ISCSI_READ_SHARE, lat_ms=(1.0, 1.0), io_kb=ISCSI_IO_KB,
+        protocol="nvme_tcp",
+    )  # fmt: skip
+    lat_ms = 1000.0 * fa_latency_s(k.fa_ports or 2)
+    ora01 = b.linux_host("ora01")
+    for ns in b.luns_of(v):
+        b.linux_nvme_disk(ora01, ns, (lat_ms, lat_ms), idle=0.70, queue=2.0, paths=2)
+    a2 = b.aggregate(n2, [(24, 0.30)])
+    hot = _hot_lun(b, a2, "ora02", protocol="nvme_tcp")
+    b.linux_nvme_disk(b.linux_host("ora02"), hot, (1.6, 1.6), idle=0.02, queue=31.0, paths=1)
+    for i in range(3):
+        b.volume(a2, f"app{i + 1}", 3000.0, lat_ms=(0.4, 0.5))
+    b.volume(a2, "esx_nvmefc", 6000.0, lat_ms=(0.3, 0.35), luns=2, io_kb=32.0, protocol="nvme_fc")
+    b.spare(n1)
+    b.spare(n2)
+    return b
+
+
+# ------------------------------------------------------------------ asa-r2
+def asa_r2(k: Knobs, phase: int) -> Builder:
+    """An ASA r2 system (ONTAP 9.16.1, two HA pairs, one availability zone each) on FC: sql01
+    over-subscribed behind too few front-end ports, sql02 queue-limited on one hot LUN; two
+    NVMe/TCP namespaces no polled host uses."""
+    b = _builder(k, ASA_R2)
+    b.personality = "asa-r2"
+    n1, n2, n3, n4 = (
+        b.node(QUIET_DOMAINS, model="ASA-A70"),
+        b.node(model="ASA-A70"),
+        b.node(BUSY_PARALLEL_DOMAINS, model="ASA-A70"),
+        b.node(model="ASA-A70"),
+    )
+    b.lifs_per_node = max(1, math.ceil((k.fa_ports or 2) / 2))
+    a1 = b.aggregate(n1, [(12, 0.10)])
+    _oversubscribed(b, a1, k, "sql01")
+    a3 = b.aggregate(n3, [(24, 0.30)])
+    _queue_limited(b, b.host("sql02"), _hot_lun(b, a3, "sql02"))
+    for i in range(3):
+        b.volume(a3, f"app{i + 1}", 3000.0, lat_ms=(0.4, 0.5))
+    for n in (n2, n4):
+        _balanced(b, n, f"n{n.name.rsplit('-', 1)[-1]}a", ops=1500.0, vols=2)
+    _healthy_host(b, "sql03", _vols(b, "n02a"))
+    # NVMe/TCP namespaces of hosts sanlens does not poll (storage units of type namespace)
+    b.volume(b.aggregates[-1], "esx_nvme", 2000.0, lat_ms=(0.3, 0.35), luns=2, protocol="nvme_tcp")
     return b
 
 
@@ -324,6 +445,9 @@ def mixed(k: Knobs, phase: int) -> Builder:
     for i in range(3):
         b.volume(a1, f"n01_vol{i + 1}", 2500.0, lat_ms=(0.6, 0.9))
     _healthy_host(b, "sql02", _vols(b, "n01_vol"))
+    # quiet iSCSI LUNs and NVMe/TCP namespaces beside them (no host judged): every front end on the page
+    b.volume(a1, "n01_iscsi", 600.0, lat_ms=(0.5, 0.7), protocol="iscsi")
+    b.volume(a1, "n01_nvme", 600.0, lat_ms=(0.3, 0.4), protocol="nvme_tcp")
     # ora01 (Linux, node_exporter) behind the same front end, on LUNs no Windows host uses
     _oversubscribed_linux(b, [b.luns_of(v)[1] for v in _vols(b, "n01_vol")[:2]], k)
     # node 2: Kahuna-bound, load spread over 4 volumes (no affinity finding)
@@ -464,6 +588,28 @@ SCENARIOS: dict[str, Scenario] = {
             "degraded without a spare",
             ("host_path_loss", "lun_not_online", "fc_port_down", "disk_failed", "aggregate_degraded"),
             path_faults,
+        ),
+        Scenario(
+            "iscsi",
+            "iSCSI: a Windows host over-subscribed behind two 10 GbE target ports near line rate "
+            "(fa_ports: iSCSI ports per node), another queue-limited on one LUN",
+            ("san_oversubscription", "host_queue_limited", "latency_slo"),
+            iscsi,
+        ),
+        Scenario(
+            "nvme-tcp",
+            "NVMe-oF: a Linux host over-subscribed on NVMe/TCP namespaces behind two 10 GbE ports near "
+            "line rate, another queue-limited on one namespace; NVMe/FC namespaces beside them",
+            ("san_oversubscription", "host_queue_limited", "latency_slo"),
+            nvme_tcp,
+        ),
+        Scenario(
+            "asa-r2",
+            "an ASA r2 system (ONTAP 9.16.1, keyperf statistics only, two availability zones) on FC: a "
+            "Windows host over-subscribed, another queue-limited",
+            ("san_oversubscription", "host_queue_limited", "latency_slo"),
+            asa_r2,
+            version=ASA_R2,
         ),
         Scenario(
             "deep-queue",

@@ -62,6 +62,9 @@ DISK_RPM = {"ssd": 0, "sas": 10000, "fsas": 7200}
 
 
 FC_PORT_NAMES = ("0c", "0d", "0e", "0f", "1a", "1b", "1c", "1d")
+ETHERNET_PORT_NAMES = ("e0e", "e0f", "e0g", "e0h", "e1a", "e1b", "e1c", "e1d")
+SAN_PROTOCOLS = ("fcp", "iscsi", "nvme_tcp", "nvme_fc")
+ETHERNET_PROTOCOLS = frozenset({"iscsi", "nvme_tcp"})
 
 
 @functools.lru_cache(maxsize=65536)
@@ -215,15 +218,28 @@ class Lun:
     os_type: str = "windows_2008"
     state: str = "online"  # status.state
     thin: bool = True  # no space guarantee, as most SAN LUNs on AFF are
+    protocol: str = "fcp"  # fcp | iscsi | nvme_tcp | nvme_fc: how its hosts reach it
 
     @property
     def key(self) -> str:
         return f"{self.svm}:{self.path}"
 
+    @property
+    def is_namespace(self) -> bool:
+        """An NVMe namespace (served as a namespace, never as a LUN)."""
+        return self.protocol.startswith("nvme")
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
 
 @dataclass
 class Lif:
-    """An FC LIF and the target port it sits on (one LIF per port here)."""
+    """A SAN data LIF and the target port it sits on (one LIF per port here).
+
+    FC and NVMe/FC LIFs sit on FC ports ("0c"); iSCSI and NVMe/TCP LIFs on Ethernet
+    ports ("e0e"). ``speed_gbps`` is the port's speed in Gbit/s either way."""
 
     name: str
     node: str
@@ -233,6 +249,11 @@ class Lif:
     speed_gbps: int = 16
     queue_full: float = 0.0  # queue-full responses per second at the port
     port_state: str = "online"  # /api/network/fc/ports state
+    protocol: str = "fcp"  # fcp | iscsi | nvme_tcp | nvme_fc
+
+    @property
+    def ethernet(self) -> bool:
+        return self.protocol in ETHERNET_PROTOCOLS
 
 
 @dataclass
@@ -291,6 +312,30 @@ class World:
     lifs: list[Lif]
     spares: list[Disk]
     hosts: list[Host]
+    personality: str = "unified"  # unified | asa-r2 (ASA r2: disaggregated, SAN-optimized)
+
+    @property
+    def asa_r2(self) -> bool:
+        return self.personality == "asa-r2"
+
+    @property
+    def plain_luns(self) -> list[Lun]:
+        """LUNs (FC and iSCSI), not namespaces."""
+        return [x for x in self.luns if not x.is_namespace]
+
+    @property
+    def namespaces(self) -> list[Lun]:
+        return [x for x in self.luns if x.is_namespace]
+
+    @property
+    def fc_lifs(self) -> list[Lif]:
+        """LIFs on FC ports: FC and NVMe/FC."""
+        return [x for x in self.lifs if not x.ethernet]
+
+    @property
+    def ip_lifs(self) -> list[Lif]:
+        """LIFs on Ethernet ports: iSCSI and NVMe/TCP."""
+        return [x for x in self.lifs if x.ethernet]
 
     @property
     def uuid(self) -> str:

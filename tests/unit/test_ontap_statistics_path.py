@@ -1,0 +1,200 @@
+"""The `statistics` collection path and per-cluster capabilities, on real captures (responses mocks).
+
+Rates are checked against independent arithmetic on ONTAP's own records: two real
+`GET /api/storage/volumes?fields=statistics` answers 141 s apart (their `statistics.timestamp`).
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+
+from conftest import fixture_path
+from sanlens.config import OntapTarget
+from sanlens.join import LunDirectory
+from sanlens.ontap import statistics
+from sanlens.ontap.collector import OntapSource
+
+BASE = "https://c1.example"
+EMPTY = {"records": [], "num_records": 0}
+NOT_FOUND = {"error": {"message": "API not found", "code": "3"}}
+
+
+def _keyperf(n: int) -> dict[str, Any]:
+    return json.loads(Path(fixture_path(f"ontap/keyperf/volumes-statistics-{n}.json")).read_text())
+
+
+def _epoch(text: str) -> float:
+    return float(calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")))
+
+
+def _cluster(rsps: Any, version: tuple[int, int, int], asa_r2: bool = False) -> None:
+    g, m, n = version
+    rsps.get(
+        f"{BASE}/api/cluster",
+        json={
+            "name": "c1",
+            "version": {"generation": g, "major": m, "minor": n},
+            "san_optimized": asa_r2,
+            "disaggregated": asa_r2,
+        },
+    )
+
+
+def _volumes_in_turn(rsps: Any, docs: list[dict[str, Any]]) -> None:
+    answers = iter(docs)
+
+    def volumes(_req: Any) -> tuple[int, dict[str, str], str]:
+        return 200, {}, json.dumps(next(answers))
+
+    rsps.add_callback(responses.GET, f"{BASE}/api/storage/volumes", callback=volumes)
+
+
+def test_volume_statistics_cook_over_ontaps_own_sample_times() -> None:
+    one, two = _keyperf(1), _keyperf(2)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        _cluster(rsps, (9, 14, 1))
+        for path in (
+            "cluster/nodes",
+            "storage/luns",
+            "storage/aggregates",
+            "storage/disks",
+            "network/fc/ports",
+        ):
+            rsps.get(f"{BASE}/api/{path}", json=EMPTY)
+        for path in ("storage/namespaces", "network/ip/interfaces"):
+            rsps.get(f"{BASE}/api/{path}", status=404, json=NOT_FOUND)
+        _volumes_in_turn(rsps, [one, two])
+        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"), LunDirectory())
+        first = src.poll()
+        second = src.poll()  # a few ms later by our clock: the rates run between ONTAP's timestamps
+        assert not any("/counter/tables" in c.request.url for c in rsps.calls)
+    assert first.view.volumes == () or all(v.read_iops is None for v in first.view.volumes)
+    got = {v.volume: v for v in second.view.volumes}
+    checked = 0
+    for b in two["records"]:
+        a = next(r for r in one["records"] if r["uuid"] == b["uuid"])
+        sa, sb = a["statistics"], b["statistics"]
+        dt = _epoch(sb["timestamp"]) - _epoch(sa["timestamp"])
+        assert dt == 141.0
+        d_ops = sb["iops_raw"]["read"] - sa["iops_raw"]["read"]
+        d_lat = sb["latency_raw"]["read"] - sa["latency_raw"]["read"]
+        d_bytes = sb["throughput_raw"]["write"] - sa["throughput_raw"]["write"]
+        v = got[b["name"]]
+        assert v.read_iops == pytest.approx(d_ops / dt)
+        if d_ops >= 1:
+            assert v.read_latency_s == pytest.approx(d_lat / d_ops * 1e-6)  # latency_raw is microseconds
+            checked += 1
+        assert v.write_iops == pytest.approx((sb["iops_raw"]["write"] - sa["iops_raw"]["write"]) / dt)
+        assert d_bytes >= 0
+    assert checked >= 1, "the captures hold a volume with reads between them"
+    info = {m.name: m for m in second.metrics}["sanlens_ontap_cluster_info"]
+    labels = dict(zip(info.label_names, info.samples[0][0], strict=True))
+    assert (labels["personality"], labels["collection"]) == ("unified", "statistics")
+    missing = {m.name: m for m in second.metrics}["sanlens_ontap_endpoint_missing"]
+    assert {s[0][1] for s in missing.samples} == {"/api/storage/namespaces", "/api/network/ip/interfaces"}
+
+
+def test_a_record_with_no_new_sample_is_not_a_zero_rate() -> None:
+    """ONTAP's statistics move at its own pace: an unchanged timestamp means no sample, not an idle volume."""
+    one = _keyperf(1)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        _cluster(rsps, (9, 14, 1))
+        for path in ("cluster/nodes", "storage/luns", "storage/namespaces", "storage/aggregates", "storage/disks",
+                     "network/fc/ports", "network/ip/interfaces"):  # fmt: skip
+            rsps.get(f"{BASE}/api/{path}", json=EMPTY)
+        _volumes_in_turn(rsps, [one, one, _keyperf(2)])
+        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"), LunDirectory())
+        src.poll()
+        same = src.poll()
+        moved = src.poll()
+    assert all(v.read_iops is None for v in same.view.volumes)
+    assert any(v.read_iops for v in moved.view.volumes), "the next real sample cooks against the first"
+
+
+def test_a_sample_whose_status_is_not_ok_is_neither_cooked_nor_exported() -> None:
+    obj = statistics.objects()["volume"]
+    rec = _keyperf(1)["records"][0]
+    bad = {**rec, "statistics": {**rec["statistics"], "status": "partial_no_response"}}
+    row = statistics.row_of(obj, bad)
+    assert row is not None and row.complete is False
+    assert statistics.row_of(obj, {**rec, "statistics": {**rec["statistics"], "timestamp": "-"}}) is None
+    good = statistics.row_of(obj, rec)
+    assert good is not None and good.complete
+    assert good.counters["read_latency"] == rec["statistics"]["latency_raw"]["read"]
+    assert good.sampled_at == _epoch(rec["statistics"]["timestamp"])
+
+
+def test_an_asa_r2_system_is_read_from_statistics_and_its_refusals_cost_only_what_needs_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    stats = _keyperf(1)["records"][0]["statistics"]
+    lun = {"name": "/vol/su1/lun1", "uuid": "u-l1", "serial_number": "81E3T+Qa9Ugx", "svm": {"name": "s1"},
+           "location": {"volume": {"name": "su1"}, "node": {"name": "n1"}}, "status": {"state": "online"},
+           "statistics": stats}  # fmt: skip
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        _cluster(rsps, (9, 16, 1), asa_r2=True)
+        rsps.get(f"{BASE}/api/cluster/nodes", json={"records": [{"name": "n1"}, {"name": "n2"}]})
+        rsps.get(f"{BASE}/api/storage/luns", json={"records": [lun]})
+        rsps.get(f"{BASE}/api/storage/availability-zones",
+                 json={"records": [{"name": "saz1", "nodes": [{"name": "n1"}, {"name": "n2"}]}]})  # fmt: skip
+        for path in ("storage/aggregates", "storage/namespaces"):
+            rsps.get(f"{BASE}/api/{path}", status=404, json=NOT_FOUND)
+        for path in ("storage/disks", "storage/volumes", "network/fc/ports", "network/ip/interfaces"):
+            rsps.get(f"{BASE}/api/{path}", json=EMPTY)
+        src = OntapSource(OntapTarget(name="c1", url=BASE), LunDirectory())
+        snap = src.poll()
+        src.poll()
+        asked = [c.request.url for c in rsps.calls]
+    assert not any("/counter/tables" in u for u in asked), "ASA r2 serves no counter tables: never asked"
+    assert not any("/storage/aggregates" in u for u in asked), "ASA r2 has no aggregates: never asked"
+    assert src.caps.personality == "asa-r2" and src._fallback
+    (x,) = [x for x in snap.view.luns if x.lun == "/vol/su1/lun1"]
+    assert (x.zone, x.kind, x.serial) == ("saz1", "lun", "81E3T+Qa9Ugx")
+    fams = {m.name: m for m in snap.metrics}
+    assert {s[0][1] for s in fams["sanlens_ontap_endpoint_missing"].samples} == {"/api/storage/namespaces"}
+    assert {s[0][1:] for s in fams["sanlens_ontap_availability_zone_info"].samples} == {
+        ("saz1", "n1"),
+        ("saz1", "n2"),
+    }
+    assert sum("refuses /api/storage/namespaces" in r.getMessage() for r in caplog.records) == 1, (
+        "logged once"
+    )
+
+
+def test_a_forbidden_optional_endpoint_is_reported_and_a_forbidden_lun_list_is_not_hidden() -> None:
+    """A least-privilege role without a newer endpoint loses only that endpoint; without LUNs, the poll fails."""
+    from sanlens.errors import SourceError
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        _cluster(rsps, (9, 12, 1))
+        for path in ("cluster/nodes", "storage/luns", "storage/aggregates", "storage/disks", "storage/volumes",
+                     "network/fc/ports"):  # fmt: skip
+            rsps.get(f"{BASE}/api/{path}", json=EMPTY)
+        rsps.get(
+            f"{BASE}/api/storage/namespaces",
+            status=403,
+            json={"error": {"message": "not authorized", "code": "6"}},
+        )
+        rsps.get(f"{BASE}/api/network/ip/interfaces", json=EMPTY)
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=[]), LunDirectory())
+        snap = src.poll()
+        fam = {m.name: m for m in snap.metrics}["sanlens_ontap_endpoint_missing"]
+        assert [s[0][1:] for s in fam.samples] == [("/api/storage/namespaces", "forbidden")]
+        rsps.replace(
+            responses.GET,
+            f"{BASE}/api/storage/luns",
+            status=403,
+            json={"error": {"message": "no", "code": "6"}},
+        )
+        src._inventory_at = 0.0
+        with pytest.raises(SourceError, match="permission denied"):
+            src.poll()
