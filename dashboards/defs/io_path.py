@@ -30,6 +30,7 @@ from ..lib.thresholds import bands, data_latency, kilo, ms, pct, steps
 NAME = "io-path"
 HOST_DISK = "sanlens_host_disk"
 LUN = "sanlens_ontap_lun"
+NAMESPACE = "sanlens_ontap_namespace"  # NVMe namespaces: the LUN panels draw them the same way
 PATH_DIAGNOSES = ("host_path_loss", "lun_not_online", "fc_port_down")
 FINDING = "diagnosis, subject, cluster, host, lun, node, port"
 SEVERITY = mapped("color-background", ("1", "warning", "orange"), ("2", "critical", "red"))
@@ -41,6 +42,7 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
     hs = sel("cluster", "host", "lun")  # on sanlens_host_disk_info: the LUN identity lives there
     hc = sel("host")  # on the host-disk counters and gauges: host, disk[, op] only
     os_ = sel("cluster", "lun")
+    ns_ = 'cluster=~"$cluster", namespace=~"$lun"'  # an NVMe namespace's row: the same path variable
     gap = (
         f"({host_per_op('cluster, lun, op', hc, hs, min_iops=m)}) - on (cluster, lun, op) "
         f"({per_op('cluster, lun, op', LUN, os_, RW, min_iops=m)})"
@@ -64,7 +66,11 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
             f"({ms(th('latency_slo', 'data_warning_seconds'))} warning, "
             f"{ms(th('latency_slo', 'data_critical_seconds'))} critical).",
             target(host_per_op("host, disk, op", hc, hs, min_iops=m), f"host {disk} {{{{op}}}}"),
-            target(per_op("cluster, op", LUN, os_, RW, min_iops=m), "ONTAP {{op}}"),
+            target(
+                f"{per_op('cluster, op', LUN, os_, RW, min_iops=m)} or "
+                f"{per_op('cluster, op', NAMESPACE, ns_, RW, min_iops=m)}",
+                "ONTAP {{op}}",
+            ),
             unit="s",
             thresholds=data_latency(cfg),
             min_=0,
@@ -160,7 +166,10 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
             f"({kilo(th('lun_iops_ceiling', 'ceiling_pre_9_9_1_iops'))} before 9.9.1, "
             f"{kilo(th('lun_iops_ceiling', 'ceiling_iops'))} from it), as the lun_iops_ceiling diagnosis computes it.",
             target(host_srate("host, disk", f"{HOST_DISK}_ops_total", hc, hs), f"host {disk}"),
-            target(srate("cluster, lun", f"{LUN}_ops_total", os_), "ONTAP LUN"),
+            target(
+                f"{srate('cluster', f'{LUN}_ops_total', os_)} or {srate('cluster', f'{NAMESPACE}_ops_total', ns_)}",
+                "ONTAP LUN",
+            ),
             target(version_ceiling("lun_iops_ceiling", sel("cluster")), "LUN ceiling (version)"),
             unit="iops",
             min_=0,
@@ -175,7 +184,7 @@ def lun_row(cfg: MixinConfig, lay: Layout) -> None:
             "Throughput: host vs ONTAP LUN",
             "Bytes per second, reads and writes together, as the host moves them and as ONTAP serves the LUN.",
             target(host_srate("host, disk", f"{HOST_DISK}_bytes_total", hc, hs), f"host {disk}"),
-            target(mbps("cluster, lun", LUN, os_), "ONTAP LUN"),
+            target(f"{mbps('cluster', LUN, os_)} or {mbps('cluster', NAMESPACE, ns_)}", "ONTAP LUN"),
             unit="Bps",
             min_=0,
         ),

@@ -160,7 +160,7 @@ def test_scenario_fires_exactly_its_diagnoses(case: str, outcomes: dict[str, Out
 PROTOCOL_CASES = {
     "iscsi": ("ethernet_port_utilization_ratio", "iSCSI", "unified", "tables"),
     "nvme-tcp": ("ethernet_port_utilization_ratio", "NVMe/TCP", "unified", "tables"),
-    "asa-r2": (None, "FC", "asa-r2", "statistics"),
+    "asa-r2": ("fc_port_utilization_ratio", "FC", "asa-r2", "statistics"),
 }
 
 
@@ -177,7 +177,9 @@ def test_each_san_protocol_is_judged_with_its_own_front_end(case: str, outcomes:
     )
     over = [f for f in out.findings if f["id"] == "san_oversubscription" and f["state"] > 0]
     assert over, out.findings
-    if port_key:
+    if protocol == "FC":  # ASA r2: FC port throughput from /api/network/fc/ports statistics
+        assert 0 < over[0]["evidence"][port_key] < 1, over[0]["evidence"]
+    else:
         assert over[0]["evidence"][port_key] == pytest.approx(0.944, abs=0.03)
         assert over[0]["evidence"]["lif_latency_seconds"] < 0.005, "the array's LIFs answer fast"
         assert "fc_port_utilization_ratio" not in over[0]["evidence"]

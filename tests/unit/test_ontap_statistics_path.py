@@ -135,7 +135,7 @@ def test_a_sample_whose_status_is_not_ok_is_neither_cooked_nor_exported() -> Non
 def test_an_asa_r2_system_is_read_from_statistics_and_its_refusals_cost_only_what_needs_them(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING)
+    caplog.set_level(logging.INFO)
     stats = _keyperf(1)["records"][0]["statistics"]
     lun = {"name": "/vol/su1/lun1", "uuid": "u-l1", "serial_number": "81E3T+Qa9Ugx", "svm": {"name": "s1"},
            "location": {"volume": {"name": "su1"}, "node": {"name": "n1"}}, "status": {"state": "online"},
@@ -167,6 +167,10 @@ def test_an_asa_r2_system_is_read_from_statistics_and_its_refusals_cost_only_wha
     }
     assert sum("refuses /api/storage/namespaces" in r.getMessage() for r in caplog.records) == 1, (
         "logged once"
+    )
+    said = [r.getMessage() for r in caplog.records if "ASA r2 system" in r.getMessage()]
+    assert len(said) == 1 and "disk_busy_imbalance" in said[0], (
+        "the diagnoses that cannot apply are named once"
     )
 
 

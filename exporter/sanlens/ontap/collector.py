@@ -129,7 +129,15 @@ class OntapSource:
             )  # fmt: skip
         if self.version is None or upgraded or now - self._inventory_at >= INVENTORY_EVERY:
             self.version = version
+            was = self.caps.personality
             self.caps.personality = personality(self.client)
+            if self.caps.personality == ASA_R2 and was != ASA_R2:
+                log.info(
+                    "%s: ASA r2 system (ONTAP %s): performance from the statistics fields; no aggregates, so "
+                    "disk_busy_imbalance, aggregate_degraded, volume_affinity_concentration and the RAID part "
+                    "of background_operation_impact have no subject here",
+                    self.name, version,
+                )  # fmt: skip
             self._fallback = self._statistics_path()
             fetch_static(self.client, self.inventory, self.caps, _release(version))
             self._inventory_at = now

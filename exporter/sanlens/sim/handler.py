@@ -20,7 +20,15 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
-from sanlens.sim import linux_api, ontap_api, ontap_collections, ontap_tables, windows_api
+from sanlens.sim import (
+    linux_api,
+    ontap_api,
+    ontap_cli,
+    ontap_collections,
+    ontap_query,
+    ontap_tables,
+    windows_api,
+)
 from sanlens.sim.estate import Estate
 from sanlens.sim.faults import FaultError
 from sanlens.sim.ontap_api import ApiError, Json
@@ -239,14 +247,23 @@ class Handler(BaseHTTPRequestHandler):
             if path.startswith(TABLES_PREFIX):
                 self._tables(estate, w, t, path, raw_path, query, malformed)
                 return
-            answer = self._collection(estate, w, t, path, raw_path, query)
+            if path.startswith(ontap_cli.CLI_PREFIX):
+                answer = ontap_cli.answer(estate, w, t, path, raw_path, query)
+            else:
+                answer = self._collection(estate, w, t, path, raw_path, query)
         self._json(200, answer, malformed)
 
     def _collection(
         self, estate: Estate, w: World, t: float, path: str, raw_path: str, query: dict[str, str]
     ) -> Json:
         paths = ontap_api.parse_fields(query.get("fields"))
-        stats = paths is None or any(p[0] in ("statistics", "metric") for p in paths)
+        conds = ontap_query.filters(query)
+        stats = (
+            paths is None
+            or any(p[0] in ("statistics", "metric") for p in paths)
+            or any(c.split(".")[0] in ("statistics", "metric") for c in conds)
+        )
+        nfs = paths is not None and any(p[:2] == ["statistics", "nfs_ops_raw"] for p in paths)
         build: Callable[[list[Any]], list[Json]]
         items: list[Any]
         key = "uuid"
@@ -258,7 +275,8 @@ class Handler(BaseHTTPRequestHandler):
             items = w.namespaces
             build = partial(ontap_collections.namespace_records, estate, w, t=t, with_stats=stats)
         elif path == "/api/storage/volumes":
-            items, build = w.volumes, lambda page: ontap_collections.volume_records(estate, w, page, t, stats)
+            items = w.volumes
+            build = partial(ontap_collections.volume_records, estate, w, t=t, with_stats=stats, with_nfs=nfs)
         elif w.asa_r2 and path.startswith("/api/storage/aggregates"):
             raise ontap_api.asa_r2_refusal()
         elif w.asa_r2 and path == "/api/storage/storage-units":
@@ -272,23 +290,25 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/api/storage/aggregates":
             items, build = w.aggregates, lambda page: ontap_collections.aggregate_records(w, page)
         elif path == "/api/storage/disks":
-            items, build, key = w.disks, lambda page: ontap_collections.disk_records(w, page), "name"
+            items, key = w.disks, "name"
+            build = partial(ontap_collections.disk_records, w, estate=estate, t=t)
         elif path == "/api/storage/shelves":
             items, build = [], lambda page: []
         elif path == "/api/network/fc/ports":
-            items, build = w.fc_lifs, lambda page: ontap_collections.fc_port_records(w, page)
+            items = w.fc_lifs
+            build = partial(ontap_collections.fc_port_records, w, estate=estate, t=t, with_stats=stats)
             ids = [stable_uuid(w.cluster, "fcport", x.node, x.port) for x in items]
-            return ontap_api.page(items, ids, key, build, paths, raw_path, query, loop=self._loop)
+            return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/network/ip/interfaces":
             items = w.ip_lifs
             build = partial(ontap_collections.ip_interface_records, estate, w, t=t, with_stats=stats)
             ids = [ontap_collections.ip_interface_uuid(w, x) for x in items]
-            return ontap_api.page(items, ids, key, build, paths, raw_path, query, loop=self._loop)
+            return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/network/ethernet/ports":
             items = ontap_collections.ethernet_ports(w)
             build = partial(ontap_collections.ethernet_port_records, w)
             ids = [ontap_collections.ethernet_port_uuid(w, x) for x in items]
-            return ontap_api.page(items, ids, key, build, paths, raw_path, query, loop=self._loop)
+            return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/svm/svms":
             items, build, key = w.svms, lambda page: ontap_collections.svm_records(w, page), "name"
         elif path.startswith("/api/storage/aggregates/") and path.endswith("/plexes"):
@@ -298,6 +318,27 @@ class Handler(BaseHTTPRequestHandler):
         else:
             raise ApiError(404, f"API not found: {path}", "3")
         ids = [ontap_api.item_key(x, key) for x in items]
+        return self._page(items, ids, key, build, paths, raw_path, query)
+
+    def _page(
+        self,
+        items: list[Any],
+        ids: list[str],
+        key: str,
+        build: Callable[[list[Any]], list[Json]],
+        paths: list[list[str]] | None,
+        raw_path: str,
+        query: dict[str, str],
+    ) -> Json:
+        """One page of a collection, after the query's field filters; ``return_records=false``
+        answers the count alone."""
+        conds = ontap_query.filters(query)
+        if conds:
+            recs = build(items)
+            keep = [i for i, r in enumerate(recs) if ontap_query.match_all(r, conds)]
+            items, ids = [items[i] for i in keep], [ids[i] for i in keep]
+        if not ontap_query.flag(query, "return_records", True):
+            return {"num_records": len(items), "_links": {"self": {"href": ontap_api.href(raw_path, query)}}}
         return ontap_api.page(items, ids, key, build, paths, raw_path, query, loop=self._loop)
 
     def _tables(

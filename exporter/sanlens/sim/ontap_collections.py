@@ -36,6 +36,8 @@ def _keyperf(estate: Estate, kind: str, key: str, t: float, names: tuple[str, ..
     }
 
 
+LUN_SIZE = 536870912000  # every simulated LUN: 500 GiB
+
 LUN_STATS = (
     "read_ops",
     "write_ops",
@@ -56,6 +58,43 @@ VOL_STATS = (
     "bytes_read",
     "bytes_written",
 )
+
+
+# statistics.nfs_ops_raw of a volume no NFS client uses
+NFS_OPS_IDLE: Json = {
+    op: {"count": 0, "total_time": 0} for op in ("access", "getattr", "lookup", "read", "setattr", "write")
+}
+
+
+def volume_space(v: Volume) -> Json:
+    """A volume's ``space``: size, available and used bytes (the CLI's ``volume show`` agrees)."""
+    return {
+        "size": int(v.size_bytes),
+        "available": int(v.size_bytes * (1.0 - v.used_ratio)),
+        "used": int(v.size_bytes * v.used_ratio),
+    }
+
+
+def disk_usable_size(d: Disk) -> int:
+    return 960197124096 if d.type == "ssd" else 1200000000000
+
+
+def disk_rest_uid(d: Disk) -> str:
+    """A disk's ``uid`` as ``/api/storage/disks`` and ``storage disk show`` both give it."""
+    return d.uid.replace("-", "").upper()[:32]
+
+
+def aggregate_space(w: World, a: Aggregate) -> Json:
+    """An aggregate's sizes in bytes: ``size`` the usable size of its data disks, ``used`` the space
+    its volumes use (thin provisioned, so their used bytes), ``volume_count`` its volumes."""
+    size = sum(disk_usable_size(d) for d in a.disks if d.position == "data")
+    vols = [v for v in w.volumes if v.aggregate == a.name]
+    used = min(size, sum(volume_space(v)["used"] for v in vols))
+    return {"size": size, "used": used, "available": size - used, "volume_count": len(vols)}
+
+
+def node_location(w: World) -> str:
+    return f"{w.cluster} lab"
 
 
 def cluster_record(w: World) -> Json:
@@ -87,9 +126,24 @@ def node_records(estate: Estate, w: World, page: list[Node], t: float) -> list[J
                 "serial_number": n.serial,
                 "system_id": n.serial[-10:],
                 "state": "up",
+                "location": node_location(w),
                 "controller": {
-                    "cpu": {"count": n.cpus, "processor": "Intel(R) Xeon(R) Silver 4210 CPU @ 2.20GHz"}
+                    "cpu": {
+                        "count": n.cpus,
+                        "processor": "Intel(R) Xeon(R) Silver 4210 CPU @ 2.20GHz",
+                        "firmware_release": "12.9",
+                    },
+                    "failed_fan": {
+                        "count": 0,
+                        "message": {"message": "There are no failed fans.", "code": "111411207"},
+                    },
+                    "failed_power_supply": {
+                        "count": 0,
+                        "message": {"message": "There are no failed power supplies.", "code": "111411208"},
+                    },
+                    "over_temperature": "normal",
                 },
+                "service_processor": {"firmware_version": "3.11", "state": "online"},
                 "version": cluster_record(w)["version"],
                 "uptime": int(UPTIME_S + t - estate.started),
                 "ha": {
@@ -133,7 +187,7 @@ def lun_records(estate: Estate, w: World, page: list[Lun], t: float, with_stats:
             "os_type": x.os_type,
             "serial_number": x.serial,
             "status": {"state": x.state, "container_state": "online", "mapped": True, "read_only": False},
-            "space": {"size": 536870912000, "guarantee": {"requested": not x.thin, "reserved": not x.thin}},
+            "space": {"size": LUN_SIZE, "guarantee": {"requested": not x.thin, "reserved": not x.thin}},
         }
         if with_stats:
             rec["statistics"] = _keyperf(estate, "lun", x.key, t, LUN_STATS)
@@ -142,7 +196,12 @@ def lun_records(estate: Estate, w: World, page: list[Lun], t: float, with_stats:
     return out
 
 
-def volume_records(estate: Estate, w: World, page: list[Volume], t: float, with_stats: bool) -> list[Json]:
+def volume_records(
+    estate: Estate, w: World, page: list[Volume], t: float, with_stats: bool, with_nfs: bool = False
+) -> list[Json]:
+    """``with_nfs`` adds ``statistics.nfs_ops_raw`` (all zero: the simulated volumes serve SAN only);
+    the simulator adds it only when a request names it, so ``fields=statistics`` keeps the shape
+    of the real capture."""
     aggr_uuid = {a.name: a.uuid for a in w.aggregates}
     out = []
     for v in page:
@@ -155,11 +214,12 @@ def volume_records(estate: Estate, w: World, page: list[Volume], t: float, with_
             "style": "flexvol",
             "type": "rw",
             "state": "online",
-            "space": {
-                "size": int(v.size_bytes),
-                "available": int(v.size_bytes * (1.0 - v.used_ratio)),
-                "used": int(v.size_bytes * v.used_ratio),
-            },
+            "is_constituent": False,
+            "is_object_store": False,
+            "clone": {"is_flexclone": False},
+            "snapmirror": {"is_protected": False, "destinations": {"is_ontap": False, "is_cloud": False}},
+            "anti_ransomware": {"state": "disabled"},
+            "space": volume_space(v),
         }
         if v.moving:
             dest, pct = v.moving
@@ -170,6 +230,8 @@ def volume_records(estate: Estate, w: World, page: list[Volume], t: float, with_
             }
         if with_stats:
             rec["statistics"] = _keyperf(estate, "volume", f"{v.svm}:{v.name}", t, VOL_STATS)
+            if with_nfs:
+                rec["statistics"]["nfs_ops_raw"] = dict(NFS_OPS_IDLE)
         rec["_links"] = {"self": {"href": f"/api/storage/volumes/{v.uuid}"}}
         out.append(rec)
     return out
@@ -179,26 +241,81 @@ _DISK_CLASS = {"ssd": "solid_state", "sas": "performance", "fsas": "capacity"}
 
 
 def aggregate_records(w: World, page: list[Aggregate]) -> list[Json]:
-    return [
-        {
-            "uuid": a.uuid,
-            "name": a.name,
-            "node": {"name": a.node, "uuid": node_uuid(w, a.node)},
-            "state": a.state,
-            "block_storage": {
-                "primary": {
-                    "disk_count": len(a.disks),
-                    "disk_type": a.disk_type,
-                    "disk_class": _DISK_CLASS.get(a.disk_type, "performance"),
-                    "raid_type": a.raid_type,
-                    "raid_size": max(len(rg.disks) for rg in a.raid_groups),
-                },
-                "hybrid_cache": {"enabled": False},
+    return [_aggregate_record(w, a) for a in page]
+
+
+def _aggregate_record(w: World, a: Aggregate) -> Json:
+    sp = aggregate_space(w, a)
+    size, used, avail = sp["size"], sp["used"], sp["available"]
+    saved = used // 2  # deduplication and compaction: logical use is 1.5 times the physical
+    files = 31_000 + 10_000 * sp["volume_count"]
+    node = {"name": a.node, "uuid": node_uuid(w, a.node)}
+
+    def pct(x: int) -> int:
+        return round(100 * x / size) if size else 0
+
+    return {
+        "uuid": a.uuid,
+        "name": a.name,
+        "node": node,
+        "home_node": node,
+        "state": a.state,
+        "volume_count": sp["volume_count"],
+        "data_encryption": {"software_encryption_enabled": False, "drive_protection_enabled": False},
+        "block_storage": {
+            "primary": {
+                "disk_count": len(a.disks),
+                "disk_type": a.disk_type,
+                "disk_class": _DISK_CLASS.get(a.disk_type, "performance"),
+                "raid_type": a.raid_type,
+                "raid_size": max(len(rg.disks) for rg in a.raid_groups),
             },
-            "_links": {"self": {"href": f"/api/storage/aggregates/{a.uuid}"}},
-        }
-        for a in page
-    ]
+            "hybrid_cache": {"enabled": False, "disk_count": 0, "size": 0},
+            "plexes": [{"name": "plex0"}],
+            "mirror": {"enabled": False, "state": "unmirrored"},
+        },
+        "inode_attributes": {
+            "files_total": files,
+            "files_used": files // 3,
+            "files_private_used": 512,
+            "file_private_capacity": files,
+            "file_public_capacity": files,
+            "max_files_available": files,
+            "max_files_possible": 2 * files,
+            "max_files_used": files // 3,
+            "used_percent": 33,
+        },
+        "snapshot": {"files_total": 0, "files_used": 0, "max_files_available": 0, "max_files_used": 0},
+        "space": {
+            "block_storage": {
+                "size": size,
+                "available": avail,
+                "used": used,
+                "physical_used": used,
+                "physical_used_percent": pct(used),
+                "data_compacted_count": saved // 4,
+                "data_compaction_space_saved": saved // 4,
+                "data_compaction_space_saved_percent": pct(saved // 4),
+                "inactive_user_data": 0,
+                "inactive_user_data_percent": 0,
+                "volume_deduplication_shared_count": saved // 2,
+                "volume_deduplication_space_saved": saved // 2,
+                "volume_deduplication_space_saved_percent": pct(saved // 2),
+            },
+            "cloud_storage": {"used": 0},
+            "efficiency": {"logical_used": used + saved, "savings": saved, "ratio": 1.5},
+            "efficiency_without_snapshots": {"logical_used": used + saved, "savings": saved, "ratio": 1.5},
+            "efficiency_without_snapshots_flexclones": {
+                "logical_used": used + saved,
+                "savings": saved,
+                "ratio": 1.5,
+            },
+            "footprint": used,
+            "footprint_percent": pct(used),
+            "snapshot": {"available": 0, "reserve_percent": 0, "total": 0, "used": 0, "used_percent": 0},
+        },
+        "_links": {"self": {"href": f"/api/storage/aggregates/{a.uuid}"}},
+    }
 
 
 def plex_records(estate: Estate, w: World, aggr_uuid: str, t: float) -> list[Json]:
@@ -244,13 +361,17 @@ def plex_records(estate: Estate, w: World, aggr_uuid: str, t: float) -> list[Jso
     ]
 
 
-def disk_records(w: World, page: list[Disk]) -> list[Json]:
+def disk_records(
+    w: World, page: list[Disk], estate: Estate | None = None, t: float | None = None
+) -> list[Json]:
+    """With the ``estate`` and the instant ``t``, the records carry ``stats`` (average latency in
+    milliseconds from the disk's current rates, power-on hours)."""
     aggr_uuid = {a.name: a.uuid for a in w.aggregates}
     out = []
     for d in page:
         rec: Json = {
             "name": d.name,
-            "uid": d.uid.replace("-", "").upper()[:32],
+            "uid": disk_rest_uid(d),
             "serial_number": d.uid.replace("-", "")[:8].upper(),
             "model": "X357_S163A3T8ATE" if d.type == "ssd" else "X425_HCBFE1T2A10",
             "vendor": "NETAPP",
@@ -264,8 +385,15 @@ def disk_records(w: World, page: list[Disk]) -> list[Json]:
             "state": "spare" if d.container_type == "spare" and not w.asa_r2 else d.state,
             "shelf": {"uid": stable_uuid(w.cluster, "shelf", d.node)[:16]},
             "bay": _bay(d.name),
-            "usable_size": 960197124096 if d.type == "ssd" else 1200000000000,
+            "pool": "pool0",
+            "usable_size": disk_usable_size(d),
+            "bytes_per_sector": 512,
+            "sector_count": disk_usable_size(d) // 512,
         }
+        if d.state == "broken":
+            rec["outage"] = {"persistent": True, "reason": {"message": "Disk failed.", "code": "721081"}}
+        if estate is not None and t is not None:
+            rec["stats"] = _disk_stats(estate, d, t)
         if d.aggregate and not w.asa_r2:
             rec["aggregates"] = [{"name": d.aggregate, "uuid": aggr_uuid.get(d.aggregate, "")}]
         rec["_links"] = {"self": {"href": f"/api/storage/disks/{d.name}"}}
@@ -273,11 +401,31 @@ def disk_records(w: World, page: list[Disk]) -> list[Json]:
     return out
 
 
-def fc_port_records(w: World, page: list[Lif]) -> list[Json]:
-    """``/api/network/fc/ports``: one FC target port per simulated FC LIF."""
+def _disk_stats(estate: Estate, d: Disk, t: float) -> Json:
+    cs = estate.counters["disk"]
+    latency_ms = 0.0
+    if d.name in cs.index:
+        ops = cs.rate(d.name, "user_read_count", t) + cs.rate(d.name, "user_write_count", t)
+        us = cs.rate(d.name, "user_read_latency", t) + cs.rate(d.name, "user_write_latency", t)
+        latency_ms = us / ops / 1000.0 if ops else 0.0
+    return {
+        "average_latency": round(latency_ms, 3),
+        "power_on_hours": int((UPTIME_S + t - estate.started) // 3600),
+    }
+
+
+def fc_port_records(
+    w: World, page: list[Lif], estate: Estate | None = None, t: float = 0.0, with_stats: bool = False
+) -> list[Json]:
+    """``/api/network/fc/ports``: one FC target port per simulated FC LIF; ``statistics`` (IOPS,
+    latency, throughput, raw and cumulative, as NetApp documents for FC ports since 9.8) when asked."""
     out = []
     for x in page:
         uuid = stable_uuid(w.cluster, "fcport", x.node, x.port)
+        if with_stats and estate is not None:
+            stats = {"statistics": _keyperf(estate, "fcport", f"{x.node}:{x.port}", t, LUN_STATS)}
+        else:
+            stats = {}
         out.append(
             {
                 "uuid": uuid,
@@ -304,6 +452,7 @@ def fc_port_records(w: World, page: list[Lif]) -> list[Json]:
                     "capabilities": [8, 16, 32],
                 },
                 "_links": {"self": {"href": f"/api/network/fc/ports/{uuid}"}},
+                **stats,
             }
         )
     return out

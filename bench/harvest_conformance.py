@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""Conformance of the simulator with NetApp Harvest: run a real Harvest poller against it.
+
+Starts the simulator (HTTPS, in this process, logging every request), writes a ``harvest.yml``
+for one poller with the Rest (Aggregate, Disk, Lun, Node, Volume), RestPerf (Disk, Lun, SystemNode)
+and KeyPerf (Volume) collectors, runs Harvest's ``bin/poller`` for ``--seconds`` and then reports,
+per object:
+
+- requests the simulator refused (any 4xx/5xx, a 404 above all);
+- the poller's error and warning lines, and lines that speak of missing or unknown things;
+- fields the poller asked for that no record carries (each logged request replayed against the
+  simulator), but for the few the simulated estate has nothing to put in (``NOT_APPLICABLE``);
+- the metric families its Prometheus page must hold (``lun_labels`` with ``serial_hex`` equal to
+  the hex of each LUN serial, ``volume_labels``, ``aggr_labels``, ``disk_labels``, ``node_labels``,
+  KeyPerf's ``volume_read_ops``, ...).
+
+With ``--prometheus`` (default ``/usr/bin/prometheus`` when present) a real Prometheus scrapes the
+poller and the families are looked up through its query API as well.
+
+Not run in CI (it needs Go or a built poller). Harvest's source: a checkout at ``--harvest-dir``;
+``bin/poller`` is built there (``go build -p 1``) when missing.
+
+    .venv/bin/python bench/harvest_conformance.py --harvest-dir /tmp/harvest [--seconds 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sanlens.sim.server import Simulator
+
+OBJECTS = ("Aggregate", "Disk", "Lun", "Node", "Volume")
+
+# The simulator's request paths and the objects whose polls send them.
+PATH_OBJECT = {
+    "/api/private/cli/lun": "Lun",
+    "/api/storage/luns": "Lun",
+    "/api/private/cli/volume": "Volume",
+    "/api/private/cli/volume/efficiency/stat": "Volume",
+    "/api/private/cli/volume/footprint": "Volume",
+    "/api/private/cli/volume/snapshot/autodelete": "Volume",
+    "/api/storage/volumes": "Volume",
+    "/api/private/cli/aggr": "Aggregate",
+    "/api/private/cli/aggr/show-space": "Aggregate",
+    "/api/storage/aggregates": "Aggregate",
+    "/api/private/cli/disk": "Disk",
+    "/api/storage/disks": "Disk",
+    "/api/private/cli/node": "Node",
+    "/api/cluster/nodes": "Node",
+}
+
+# Fields Harvest asks for that do not apply to anything in the simulated estate, so ONTAP leaves
+# them out too: no FlexClone, no FabricPool object store, no mounted (NAS) volume, no tags, no
+# anti-ransomware dry run, no failed disk in every scenario.
+NOT_APPLICABLE = {
+    "/api/private/cli/volume": {
+        "clone_parent_name",
+        "clone_parent_vserver",
+        "junction_path",
+        "tags",
+        "tiering_minimum_cooling_days",
+    },
+    "/api/private/cli/aggr/show-space": {"object_store_logical_used", "object_store_physical_used"},
+    "/api/storage/volumes": {
+        "anti_ransomware.dry_run_start_time",
+        "clone.parent_snapshot.name",
+        "clone.split_estimate",
+    },
+    "/api/storage/disks": {"outage.reason.message", "aggregates.name", "protection_mode"},
+    "/api/storage/aggregates": {"cloud_storage.stores.#.cloud_store.name"},
+}
+
+# Families each object must put on the poller's Prometheus page.
+EXPECTED_FAMILIES = {
+    "Lun": ("lun_labels", "lun_size", "lun_size_used", "lun_new_status"),
+    "Volume": (
+        "volume_labels",
+        "volume_size",
+        "volume_size_used",
+        "volume_new_status",
+        "volume_read_ops",
+        "volume_write_ops",
+        "volume_read_latency",
+        "volume_read_data",
+        "volume_total_ops",
+    ),
+    "Aggregate": ("aggr_labels", "aggr_space_total", "aggr_space_used", "aggr_new_status"),
+    "Disk": ("disk_labels", "disk_uptime", "disk_stats_io_kbps", "disk_new_status"),
+    "Node": ("node_labels", "node_uptime", "node_cpu_busytime", "node_new_status"),
+}
+
+LOG_SUSPECT = re.compile(r"\b(404|not found|missing|unknown|no best-fit|failed|invalid)\b", re.IGNORECASE)
+LOG_LEVEL = re.compile(r"\b(ERR|WRN|ERROR|WARN)\b|level=(error|warn)", re.IGNORECASE)
+REQUEST = re.compile(r'"(GET|POST|HEAD) (\S+) HTTP/[\d.]+" (\d{3})')
+
+
+@dataclass
+class Report:
+    bad_requests: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    log_lines: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    missing_fields: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    missing_families: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    notes: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+
+class RequestLog(logging.Handler):
+    """Collects the simulator's request lines (``"GET <path> HTTP/1.1" <status>``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.requests: list[tuple[str, int]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        m = REQUEST.search(record.getMessage())
+        if m:
+            self.requests.append((m.group(2), int(m.group(3))))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def object_of(path: str) -> str:
+    return PATH_OBJECT.get(urllib.parse.urlsplit(path).path.rstrip("/"), "other")
+
+
+# ------------------------------------------------------------------ Harvest
+def find_go() -> str | None:
+    return shutil.which("go") or next((p for p in ("/usr/local/go/bin/go",) if Path(p).exists()), None)
+
+
+def ensure_poller(harvest: Path) -> Path:
+    poller = harvest / "bin" / "poller"
+    if poller.exists():
+        return poller
+    go = find_go()
+    if go is None:
+        sys.exit(f"no {poller} and no Go toolchain to build it")
+    print(f"building {poller} (go build -p 1) ...", flush=True)
+    subprocess.run([go, "build", "-p", "1", "-o", str(poller), "./cmd/poller"], cwd=harvest, check=True)
+    return poller
+
+
+TEMPLATES = {
+    "rest": (
+        "Rest",
+        "30s",
+        {
+            o: f
+            for o, f in (
+                ("Aggregate", "aggr.yaml"),
+                ("Disk", "disk.yaml"),
+                ("Lun", "lun.yaml"),
+                ("Node", "node.yaml"),
+                ("Volume", "volume.yaml"),
+            )
+        },
+    ),
+    "restperf": (
+        "RestPerf",
+        "20s",
+        {"Disk": "disk.yaml", "Lun": "lun.yaml", "SystemNode": "system_node.yaml"},
+    ),
+    "keyperf": ("KeyPerf", "20s", {"Volume": "volume.yaml"}),
+}
+
+
+def write_config(work: Path, sim_port: int, prom_port: int) -> Path:
+    for folder, (collector, every, objects) in TEMPLATES.items():
+        d = work / "conf" / folder
+        d.mkdir(parents=True, exist_ok=True)
+        lines = [f"collector: {collector}", "schedule:", "  - counter: 24h"]
+        if collector == "RestPerf":
+            lines.append("  - instance: 10m")
+        lines += [f"  - data: {every}", "objects:"]
+        lines += [f"  {o}: {f}" for o, f in objects.items()]
+        (d / "sanlens.yaml").write_text("\n".join(lines) + "\n")
+    cfg = work / "harvest.yml"
+    cfg.write_text(
+        f"""Exporters:
+  prom:
+    exporter: Prometheus
+    local_http_addr: 127.0.0.1
+    port: {prom_port}
+Pollers:
+  sim:
+    datacenter: sanlens
+    addr: 127.0.0.1:{sim_port}
+    auth_style: basic_auth
+    username: harvest
+    password: harvest
+    use_insecure_tls: true
+    collectors:
+      - Rest:
+          - sanlens.yaml
+      - RestPerf:
+          - sanlens.yaml
+      - KeyPerf:
+          - sanlens.yaml
+    exporters:
+      - prom
+"""
+    )
+    return cfg
+
+
+def start_prometheus(binary: str, work: Path, prom_port: int) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    (work / "prometheus.yml").write_text(
+        f"""global:
+  scrape_interval: 10s
+scrape_configs:
+  - job_name: harvest
+    static_configs:
+      - targets: ['127.0.0.1:{prom_port}']
+"""
+    )
+    proc = subprocess.Popen(
+        [
+            binary,
+            f"--config.file={work / 'prometheus.yml'}",
+            f"--storage.tsdb.path={work / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=(work / "prometheus.log").open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    return proc, port
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def fetch(url: str, ctx: ssl.SSLContext | None = None) -> bytes:
+    with urllib.request.urlopen(url, timeout=20, context=ctx) as r:
+        return bytes(r.read())
+
+
+# ------------------------------------------------------------------ checks
+def requested_fields(href: str) -> tuple[str, list[str]]:
+    parts = urllib.parse.urlsplit(href)
+    query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+    return parts.path.rstrip("/"), [f for f in query.get("fields", "").split(",") if f]
+
+
+def has_path(rec: Any, path: list[str]) -> bool:
+    if not path:
+        return True
+    if isinstance(rec, list):
+        if path[0] == "#":
+            return has_path(rec, path[1:]) if len(path) > 1 else True
+        if path[0].isdigit():
+            i = int(path[0])
+            return i < len(rec) and has_path(rec[i], path[1:])
+        return any(has_path(x, path) for x in rec)
+    return isinstance(rec, dict) and path[0] in rec and has_path(rec[path[0]], path[1:])
+
+
+def replay(sim_url: str, href: str, ctx: ssl.SSLContext) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    url = sim_url + href
+    for _ in range(100):
+        body = json.loads(fetch(url, ctx))
+        records += body.get("records", [])
+        nxt = body.get("_links", {}).get("next", {}).get("href")
+        if not nxt:
+            break
+        url = sim_url + nxt
+    return records
+
+
+def check_fields(sim_url: str, hrefs: set[str], ctx: ssl.SSLContext, report: Report) -> None:
+    for href in sorted(hrefs):
+        path, fields = requested_fields(href)
+        obj = object_of(path)
+        if obj == "other" or not fields or ("*" in fields and len(fields) == 1):
+            continue
+        records = replay(sim_url, href, ctx)
+        if not records:
+            report.notes[obj].append(f"no records: {href}")
+            continue
+        skip = NOT_APPLICABLE.get(path, set())
+        for f in fields:
+            if f == "*" or f in skip:
+                continue
+            if not any(has_path(r, f.split(".")) for r in records):
+                report.missing_fields[obj].append(f"{path}: {f}")
+
+
+def parse_families(text: str) -> dict[str, list[dict[str, str]]]:
+    out: dict[str, list[dict[str, str]]] = defaultdict(list)
+    line_re = re.compile(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+\S+")
+    label_re = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = line_re.match(line)
+        if m:
+            out[m.group(1)].append(dict(label_re.findall(m.group(2) or "")))
+    return out
+
+
+def check_page(text: str, serial_hex: dict[tuple[str, str, str], str], report: Report) -> None:
+    """``serial_hex``: (svm, volume, lun) -> the hex of that LUN's serial."""
+    fams = parse_families(text)
+    for obj, names in EXPECTED_FAMILIES.items():
+        for n in names:
+            if not fams.get(n):
+                report.missing_families[obj].append(n)
+    seen = {
+        (s.get("svm", ""), s.get("volume", ""), s.get("lun", "")): s.get("serial_hex")
+        for s in fams["lun_labels"]
+    }
+    for key, want in serial_hex.items():
+        got = seen.get(key)
+        if got != want:
+            report.missing_families["Lun"].append(f"lun_labels{key}: serial_hex {got!r}, want {want!r}")
+
+
+def check_prometheus(port: int, report: Report) -> None:
+    for obj, names in EXPECTED_FAMILIES.items():
+        for n in names:
+            q = urllib.parse.urlencode({"query": f"count({n})"})
+            body = json.loads(fetch(f"http://127.0.0.1:{port}/api/v1/query?{q}"))
+            if not body.get("data", {}).get("result"):
+                report.missing_families[obj].append(f"prometheus: {n}")
+
+
+def scan_log(log: str, report: Report) -> None:
+    for line in log.splitlines():
+        if not (LOG_LEVEL.search(line) or LOG_SUSPECT.search(line)):
+            continue
+        debug = "level=DEBUG" in line or " DBG " in line
+        if debug and not re.search(r"\b(404|StatusCode: [45]\d\d)\b", line):
+            continue  # debug lines name templates, rules and counters freely; keep refused requests
+        obj = next((o for o in (*OBJECTS, "SystemNode") if f":{o}" in line or f"object={o}" in line), "other")
+        report.log_lines["Node" if obj == "SystemNode" else obj].append(line.strip()[:400])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--harvest-dir", type=Path, default=Path(os.environ.get("HARVEST_DIR", "/tmp/harvest")))
+    ap.add_argument("--seconds", type=float, default=150.0, help="how long the poller runs (150)")
+    ap.add_argument("--scenario", default="mixed")
+    ap.add_argument("--ontap-version", default=None, help="ONTAP version the simulator reports")
+    ap.add_argument(
+        "--prometheus",
+        default="/usr/bin/prometheus" if Path("/usr/bin/prometheus").exists() else "",
+        help="a Prometheus binary to scrape the poller ('' for none)",
+    )
+    ap.add_argument("--work-dir", type=Path, default=None, help="keep config and logs here")
+    ap.add_argument("--json", type=Path, default=None, help="write the report as JSON")
+    args = ap.parse_args(argv)
+
+    harvest = args.harvest_dir.resolve()
+    poller = ensure_poller(harvest)
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="harvest-conformance-"))
+    work.mkdir(parents=True, exist_ok=True)
+
+    reqlog = RequestLog()
+    handler_log = logging.getLogger("sanlens.sim.handler")
+    handler_log.setLevel(logging.DEBUG)
+    handler_log.addHandler(reqlog)
+    knobs = {"ontap_version": args.ontap_version} if args.ontap_version else {}
+    sim = Simulator(args.scenario, port=free_port(), tls=True, **knobs).start()
+    prom_port = free_port()
+    cfg = write_config(work, sim.port, prom_port)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    procs: list[subprocess.Popen[bytes]] = []
+    report = Report()
+    try:
+        log_path = work / "poller.log"
+        poller_proc = subprocess.Popen(
+            [
+                str(poller),
+                "--poller",
+                "sim",
+                "--config",
+                str(cfg),
+                "--confpath",
+                f"{work / 'conf'}:{harvest / 'conf'}",
+                "--loglevel",
+                "1",
+                "--promPort",
+                str(prom_port),
+            ],
+            cwd=harvest,
+            stdout=log_path.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        procs.append(poller_proc)
+        prom_api = 0
+        if args.prometheus:
+            proc, prom_api = start_prometheus(args.prometheus, work, prom_port)
+            procs.append(proc)
+        print(
+            f"simulator {sim.url}, poller page http://127.0.0.1:{prom_port}/metrics, work dir {work}",
+            flush=True,
+        )
+        time.sleep(args.seconds)
+        page = fetch(f"http://127.0.0.1:{prom_port}/metrics").decode()
+        (work / "poller-metrics.txt").write_text(page)
+        luns = json.loads(fetch(sim.url + "/api/storage/luns?fields=serial_number,svm.name,location", ctx))[
+            "records"
+        ]
+        serial_hex = {
+            (x["svm"]["name"], x["location"]["volume"]["name"], x["location"]["logical_unit"]): x[
+                "serial_number"
+            ]
+            .encode()
+            .hex()
+            for x in luns
+        }
+        check_page(page, serial_hex, report)
+        if prom_api:
+            check_prometheus(prom_api, report)
+        stop(poller_proc)
+        scan_log(log_path.read_text(errors="replace"), report)
+        seen = sorted({f"{status} {urllib.parse.unquote(path)}" for path, status in reqlog.requests})
+        (work / "requests.txt").write_text("\n".join(seen) + "\n")
+        hrefs = set()
+        for path, status in reqlog.requests:
+            if status >= 400:
+                report.bad_requests[object_of(path)].append(f"{status} {path}")
+            hrefs.add(path)
+        check_fields(sim.url, hrefs, ctx, report)
+        objects_seen = {object_of(p) for p, _ in reqlog.requests}
+        for obj in OBJECTS:
+            if obj not in objects_seen:
+                report.notes[obj].append("the poller sent no request for this object")
+    finally:
+        for p in procs:
+            stop(p)
+        sim.stop()
+    return summarize(report, work, args.json)
+
+
+def summarize(report: Report, work: Path, out: Path | None) -> int:
+    failed = False
+    rows: dict[str, Any] = {}
+    for obj in (*OBJECTS, "other"):
+        problems = {
+            "refused requests": sorted(set(report.bad_requests.get(obj, []))),
+            "poller log": report.log_lines.get(obj, [])[:20],
+            "missing fields": sorted(set(report.missing_fields.get(obj, []))),
+            "missing metrics": report.missing_families.get(obj, []),
+        }
+        bad = any(problems.values())
+        if obj == "other" and not bad:
+            continue
+        failed |= bad and obj != "other"
+        rows[obj] = {"pass": not bad, **problems, "notes": report.notes.get(obj, [])}
+        print(f"{'PASS' if not bad else 'FAIL'} {obj}")
+        for what, items in problems.items():
+            for item in items:
+                print(f"    {what}: {item}")
+        for note in report.notes.get(obj, []):
+            print(f"    note: {note}")
+    print(f"logs and config: {work}")
+    if out:
+        out.write_text(json.dumps(rows, indent=2))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
