@@ -11,7 +11,7 @@ import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from sanlens.errors import SanlensError
 
@@ -384,3 +384,5 @@ class Snapshot:
     view: OntapView | HostView | None = None
     # the exporter's receive clock when the poll arrived (sanlens.freshness); None offline
     received: float | None = None
+    # what the source could not read and which diagnoses that starves (sanlens.ontap.inputs)
+    inputs: dict[str, Any] | None = None

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 INDEX = """<html><head><title>sanlens</title></head><body><h1>sanlens {version}</h1>
 <ul><li><a href="/metrics">/metrics</a></li><li><a href="/diagnoses">/diagnoses</a></li>
+<li><a href="/diagnoses/inputs">/diagnoses/inputs</a></li>
 <li><a href="/-/healthy">/-/healthy</a></li><li><a href="/-/ready">/-/ready</a></li></ul></body></html>"""
 
 HANDSHAKE_TIMEOUT = 10.0
@@ -382,6 +383,8 @@ class ExporterServer:
             )
         if path == b"/diagnoses":
             return _Response(200, await self._work(self._diagnoses), "application/json")
+        if path == b"/diagnoses/inputs":
+            return _Response(200, await self._work(self._inputs), "application/json")
         if path == b"/-/healthy":
             return _Response(200, b"OK\n", "text/plain")
         if path == b"/-/ready":
@@ -391,6 +394,12 @@ class ExporterServer:
         if path == b"/":
             return _Response(200, INDEX.format(version=__version__).encode(), "text/html")
         return _Response(404, b"not found\n", "text/plain")
+
+    def _inputs(self) -> bytes:
+        """Per target, what its last poll could not read and which diagnoses that starves."""
+        snaps, _ = self.state.snapshots_with_stamps()
+        doc = {name: {"kind": s.kind, **(s.inputs or {})} for name, s in sorted(snaps.items())}
+        return json.dumps(doc, indent=1).encode()
 
     def _diagnoses(self) -> bytes:
         engine = self.state.engine

@@ -35,6 +35,7 @@ from sanlens.ontap.cooking import (
     parse_schema_doc,
     rows_from_response,
 )
+from sanlens.ontap.inputs import status
 from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_static
 from sanlens.ontap.views import build_view
 
@@ -185,7 +186,14 @@ class OntapSource:
             interval = interval or dt
         metrics = self._metrics(rows)
         view = build_view(self.name, ts, interval, self.version, cooked, self.inventory)
-        return Snapshot(self.name, "ontap", ts, metrics, view)
+        inputs = status(
+            self.caps.personality,
+            "statistics" if self._fallback else "tables",
+            self.tables_missing,
+            {} if self._fallback else self.missing,
+            self.caps.missing,
+        )
+        return Snapshot(self.name, "ontap", ts, metrics, view, inputs=inputs)
 
     def _statistics_path(self) -> bool:
         """Whether this cluster's performance comes from the objects' statistics fields: chosen in the

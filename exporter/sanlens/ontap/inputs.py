@@ -1,0 +1,97 @@
+"""Which diagnoses a cluster's missing inputs starve, said per target instead of left silent.
+
+A counter table a release lacks, an endpoint a role or a platform refuses, the statistics
+path (no CPU domains, no disk busy) or an ASA r2 system (no aggregates) each leave some
+diagnoses without data. ``status`` turns what the collector met into one document per
+cluster, served at ``/diagnoses/inputs``: what is missing, and which diagnoses are not
+evaluated (or evaluated without some evidence) because of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# counter table -> the diagnoses that read it (whole judgement, or part of their evidence)
+TABLE_FEEDS: dict[str, tuple[str, ...]] = {
+    "lun": ("lun_iops_ceiling", "san_oversubscription", "host_queue_limited"),
+    "namespace": ("lun_iops_ceiling", "san_oversubscription", "host_queue_limited"),
+    "volume": ("volume_iops_ceiling", "volume_affinity_concentration", "background_operation_impact"),
+    "system:node": ("cpu_domain_serial_bottleneck", "volume_affinity_concentration", "host_queue_limited"),
+    "disk:constituent": ("disk_busy_imbalance", "san_oversubscription"),
+    "fcp": ("san_oversubscription",),
+    "iscsi_lif": ("san_oversubscription", "host_queue_limited"),
+    "nvmf_lif": ("san_oversubscription", "host_queue_limited"),
+    "fcp_lif": (),
+    "wafl": (),
+}
+# REST endpoint -> the diagnoses that need what it returns
+ENDPOINT_FEEDS: dict[str, tuple[str, ...]] = {
+    "/api/storage/aggregates": (
+        "disk_busy_imbalance",
+        "aggregate_degraded",
+        "background_operation_impact",
+        "volume_affinity_concentration",
+    ),
+    "/api/storage/aggregates/{uuid}/plexes": (
+        "aggregate_degraded",
+        "background_operation_impact",
+        "disk_busy_imbalance",
+    ),
+    "/api/storage/disks": ("disk_failed", "disk_busy_imbalance"),
+    "/api/storage/namespaces": ("lun_not_online",),
+    "/api/network/fc/ports": ("fc_port_down", "san_oversubscription"),
+    "/api/network/ip/interfaces": ("san_oversubscription", "host_queue_limited"),
+    "/api/network/ethernet/ports": ("san_oversubscription",),
+    "/api/storage/availability-zones": (),
+}
+# what no statistics field carries, and what an ASA r2 system does not have
+STATISTICS_LACK: dict[str, str] = {
+    "cpu_domain_serial_bottleneck": "the statistics fields carry no CPU domains (counter table system:node)",
+    "disk_busy_imbalance": "the statistics fields carry no disk busy (counter table disk:constituent)",
+    "volume_affinity_concentration": "the statistics fields carry no CPU domains to weigh a hot volume against",
+}
+ASA_R2_LACK: dict[str, str] = {
+    "disk_busy_imbalance": "ASA r2 has no aggregates",
+    "aggregate_degraded": "ASA r2 has no aggregates",
+    "volume_affinity_concentration": "ASA r2 has no aggregates",
+    "background_operation_impact": "ASA r2 has no aggregates: only volume moves are judged",
+}
+
+
+def status(
+    personality: str,
+    collection: str,
+    tables_missing: Iterable[str],
+    counters_missing: Mapping[str, Iterable[str]],
+    endpoints_missing: Mapping[str, str],
+) -> dict[str, Any]:
+    """One cluster's inputs: what is missing and, per diagnosis, why it is starved."""
+    starved: dict[str, list[str]] = {}
+
+    def add(ids: Iterable[str], why: str) -> None:
+        for did in ids:
+            starved.setdefault(did, []).append(why)
+
+    for table in sorted(tables_missing):
+        add(TABLE_FEEDS.get(table, ()), f"counter table {table} is missing")
+    for table, counters in sorted(counters_missing.items()):
+        names = sorted(counters)
+        if names:
+            add(TABLE_FEEDS.get(table, ()), f"counter table {table} lacks {', '.join(names)}")
+    for endpoint, reason in sorted(endpoints_missing.items()):
+        add(ENDPOINT_FEEDS.get(endpoint, ()), f"{endpoint} is refused ({reason})")
+    if collection == "statistics":
+        for did, why in STATISTICS_LACK.items():
+            add((did,), why)
+    if personality == "asa-r2":
+        for did, why in ASA_R2_LACK.items():
+            add((did,), why)
+    return {
+        "personality": personality,
+        "collection": collection,
+        "tables_missing": sorted(tables_missing),
+        "counters_missing": {t: sorted(c) for t, c in sorted(counters_missing.items()) if c},
+        "endpoints_missing": dict(sorted(endpoints_missing.items())),
+        "starved": {did: sorted(set(why)) for did, why in sorted(starved.items())},
+    }
