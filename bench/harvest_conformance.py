@@ -2,9 +2,9 @@
 """Conformance of the simulator with NetApp Harvest: run a real Harvest poller against it.
 
 Starts the simulator (HTTPS, in this process, logging every request), writes a ``harvest.yml``
-for one poller with the Rest (Aggregate, Disk, Lun, Node, Volume), RestPerf (Disk, Lun, SystemNode)
-and KeyPerf (Volume) collectors, runs Harvest's ``bin/poller`` for ``--seconds`` and then reports,
-per object:
+for one poller with the Rest (Aggregate, Disk, Lun, Node, Volume, Status), RestPerf (Disk, Lun,
+SystemNode, FcpPort, FcpLif; data every 20 s) and KeyPerf (Volume; data every 20 s) collectors,
+runs Harvest's ``bin/poller`` for ``--seconds`` and then reports, per object:
 
 - requests the simulator refused (any 4xx/5xx, a 404 above all);
 - the poller's error and warning lines, and lines that speak of missing or unknown things;
@@ -17,10 +17,18 @@ per object:
 With ``--prometheus`` (default ``/usr/bin/prometheus`` when present) a real Prometheus scrapes the
 poller and the families are looked up through its query API as well.
 
+With ``--capture PATH`` the poller's Prometheus page is written to PATH once every performance
+object has answered at least ``--capture-polls`` (3) data polls, with a JSON sidecar
+(``PATH.json``: Harvest commit and version, simulator scenario, knobs, ONTAP version, capture time,
+the simulator's ``/-/sim/state``). A page larger than ``--capture-max-bytes`` loses whole families
+that sanlens never reads (largest first; the sidecar lists them). ``tests/data/harvest`` holds one.
+
 Not run in CI (it needs Go or a built poller). Harvest's source: a checkout at ``--harvest-dir``;
 ``bin/poller`` is built there (``go build -p 1``) when missing.
 
     .venv/bin/python bench/harvest_conformance.py --harvest-dir /tmp/harvest [--seconds 150]
+    .venv/bin/python bench/harvest_conformance.py --scenario san-oversubscription \\
+        --capture tests/data/harvest/san-oversubscription.prom
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -127,11 +136,43 @@ class RequestLog(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.requests: list[tuple[str, int]] = []
+        self.times: list[float] = []  # time.monotonic() of each entry of ``requests``
 
     def emit(self, record: logging.LogRecord) -> None:
         m = REQUEST.search(record.getMessage())
         if m:
             self.requests.append((m.group(2), int(m.group(3))))
+            self.times.append(time.monotonic())
+
+    def perf_polls(self) -> dict[str, int]:
+        """Data polls answered so far per performance object (key: RestPerf table or ``keyperf:volume``).
+
+        A RestPerf data poll asks ``/api/cluster/counter/tables/<table>/rows`` for ``counters.name``;
+        KeyPerf's Volume asks ``/api/storage/volumes`` for ``statistics``. Requests less than 2 s after
+        the previous one of the same key are further pages of the same poll.
+        """
+        last: dict[str, float] = {}
+        polls: dict[str, int] = defaultdict(int)
+        for (href, status), t in zip(list(self.requests), list(self.times), strict=False):
+            key = perf_poll_key(href)
+            if key is None or status >= 400:
+                continue
+            if t - last.get(key, -1e9) >= 2.0:
+                polls[key] += 1
+            last[key] = t
+        return dict(polls)
+
+
+def perf_poll_key(href: str) -> str | None:
+    parts = urllib.parse.urlsplit(href)
+    path = urllib.parse.unquote(parts.path).rstrip("/")
+    query = urllib.parse.parse_qs(parts.query)
+    m = re.fullmatch(r"/api/cluster/counter/tables/([^/]+)/rows", path)
+    if m and "counters.name" in query:
+        return m.group(1)
+    if path == "/api/storage/volumes" and "statistics" in query.get("fields", [""])[0].split(","):
+        return "keyperf:volume"
+    return None
 
 
 def free_port() -> int:
@@ -173,13 +214,20 @@ TEMPLATES = {
                 ("Lun", "lun.yaml"),
                 ("Node", "node.yaml"),
                 ("Volume", "volume.yaml"),
+                ("Status", "status.yaml"),
             )
         },
     ),
     "restperf": (
         "RestPerf",
         "20s",
-        {"Disk": "disk.yaml", "Lun": "lun.yaml", "SystemNode": "system_node.yaml"},
+        {
+            "Disk": "disk.yaml",
+            "Lun": "lun.yaml",
+            "SystemNode": "system_node.yaml",
+            "FcpPort": "fcp.yaml",
+            "FcpLif": "fcp_lif.yaml",
+        },
     ),
     "keyperf": ("KeyPerf", "20s", {"Volume": "volume.yaml"}),
 }
@@ -364,12 +412,111 @@ def scan_log(log: str, report: Report) -> None:
         report.log_lines["Node" if obj == "SystemNode" else obj].append(line.strip()[:400])
 
 
+# ------------------------------------------------------------------ capture
+# Families a page may lose when too large: none whose name starts with one of these.
+KEEP_PREFIXES = ("lun_", "volume_", "node_", "fcp_", "aggr_", "disk_", "cluster_", "metadata_")
+PERF_OBJECTS = ("lun", "system:node", "fcp_lif", "keyperf:volume")
+
+
+def family_of(line: str) -> str:
+    return re.split(r"[{\s]", line, maxsplit=1)[0]
+
+
+def trim_page(text: str, max_bytes: int) -> tuple[str, list[str]]:
+    """Drop whole families (largest first) outside ``KEEP_PREFIXES`` until ``text`` fits ``max_bytes``."""
+    sizes: dict[str, int] = defaultdict(int)
+    for line in text.splitlines(keepends=True):
+        if line.strip() and not line.startswith("#"):
+            sizes[family_of(line)] += len(line.encode())
+    droppable = sorted(
+        (f for f in sizes if not f.startswith(KEEP_PREFIXES) and not f.endswith("_labels")),
+        key=lambda f: (-sizes[f], f),
+    )
+    total, dropped = len(text.encode()), []
+    for f in droppable:
+        if total <= max_bytes:
+            break
+        dropped.append(f)
+        total -= sizes[f]
+    drop = set(dropped)
+    kept = [ln for ln in text.splitlines(keepends=True) if not ln.strip() or family_of(ln) not in drop]
+    return "".join(kept), sorted(dropped)
+
+
+def wait_for_polls(
+    reqlog: RequestLog, polls: int, timeout: float, proc: subprocess.Popen[bytes]
+) -> dict[str, int]:
+    """Wait until every object of ``PERF_OBJECTS`` (and any other perf table asked for) has ``polls`` data polls."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = reqlog.perf_polls()
+        wanted = set(PERF_OBJECTS) | set(seen)
+        if all(seen.get(k, 0) >= polls for k in wanted):
+            time.sleep(5.0)  # the last poll's answer is parsed and handed to the exporter
+            return reqlog.perf_polls()
+        if proc.poll() is not None:
+            sys.exit(f"the poller exited ({proc.returncode}) before {polls} perf polls: {seen}")
+        if time.monotonic() > deadline:
+            sys.exit(f"timed out after {timeout:.0f} s waiting for {polls} perf polls: {seen}")
+        time.sleep(2.0)
+
+
+def git_commit(repo: Path) -> str:
+    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def capture(
+    path: Path,
+    page: str,
+    *,
+    harvest: Path,
+    sim_state: dict[str, Any],
+    scenario: str,
+    knobs: dict[str, Any],
+    polls: dict[str, int],
+    max_bytes: int,
+    argv: list[str],
+) -> None:
+    text, dropped = trim_page(page, max_bytes)
+    m = re.search(r'^metadata_\w+\{[^}]*\bversion="([^"]+)"', page, re.MULTILINE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    side = {
+        "source": "NetApp Harvest poller Prometheus exporter page (/metrics), built from source",
+        "harvest_commit": git_commit(harvest),
+        "harvest_version": m.group(1) if m else None,
+        "collectors": {c: sorted(objs) for c, _every, objs in TEMPLATES.values()},
+        "schedules": {c: {"data": every} for c, every, _objs in TEMPLATES.values()},
+        "simulator_scenario": scenario,
+        "simulator_knobs": knobs,
+        "ontap_version": sim_state.get("ontap_version"),
+        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "perf_data_polls": polls,
+        "bytes": len(text.encode()),
+        "bytes_before_trim": len(page.encode()),
+        "dropped_families": dropped,
+        "command": shlex.join([".venv/bin/python", "bench/harvest_conformance.py", *argv]),
+        "simulator_state": sim_state,
+    }
+    Path(f"{path}.json").write_text(json.dumps(side, indent=2, sort_keys=True) + "\n")
+    print(
+        f"captured {path} ({side['bytes']} bytes, {len(dropped)} families dropped) and {path}.json",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--harvest-dir", type=Path, default=Path(os.environ.get("HARVEST_DIR", "/tmp/harvest")))
     ap.add_argument("--seconds", type=float, default=150.0, help="how long the poller runs (150)")
-    ap.add_argument("--scenario", default="mixed")
+    ap.add_argument("--scenario", default="mixed", help="simulator scenario (mixed)")
     ap.add_argument("--ontap-version", default=None, help="ONTAP version the simulator reports")
+    ap.add_argument("--fa-ports", type=int, default=None, help="simulator knob fa_ports (2|4|6)")
+    ap.add_argument("--capture", type=Path, default=None, help="write the poller's /metrics page here")
+    ap.add_argument("--capture-polls", type=int, default=3, help="perf data polls before capturing (3)")
+    ap.add_argument("--capture-timeout", type=float, default=420.0, help="seconds to wait for them (420)")
+    ap.add_argument("--capture-max-bytes", type=int, default=1_500_000, help="trim a larger page (1.5 MB)")
     ap.add_argument(
         "--prometheus",
         default="/usr/bin/prometheus" if Path("/usr/bin/prometheus").exists() else "",
@@ -378,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work-dir", type=Path, default=None, help="keep config and logs here")
     ap.add_argument("--json", type=Path, default=None, help="write the report as JSON")
     args = ap.parse_args(argv)
+    raw_argv = list(sys.argv[1:] if argv is None else argv)
 
     harvest = args.harvest_dir.resolve()
     poller = ensure_poller(harvest)
@@ -388,7 +536,9 @@ def main(argv: list[str] | None = None) -> int:
     handler_log = logging.getLogger("sanlens.sim.handler")
     handler_log.setLevel(logging.DEBUG)
     handler_log.addHandler(reqlog)
-    knobs = {"ontap_version": args.ontap_version} if args.ontap_version else {}
+    knobs: dict[str, Any] = {"ontap_version": args.ontap_version} if args.ontap_version else {}
+    if args.fa_ports is not None:
+        knobs["fa_ports"] = args.fa_ports
     sim = Simulator(args.scenario, port=free_port(), tls=True, **knobs).start()
     prom_port = free_port()
     cfg = write_config(work, sim.port, prom_port)
@@ -425,7 +575,22 @@ def main(argv: list[str] | None = None) -> int:
             f"simulator {sim.url}, poller page http://127.0.0.1:{prom_port}/metrics, work dir {work}",
             flush=True,
         )
-        time.sleep(args.seconds)
+        started = time.monotonic()
+        if args.capture:
+            polls = wait_for_polls(reqlog, args.capture_polls, args.capture_timeout, poller_proc)
+            page = fetch(f"http://127.0.0.1:{prom_port}/metrics").decode()
+            capture(
+                args.capture,
+                page,
+                harvest=harvest,
+                sim_state=json.loads(fetch(sim.url + "/-/sim/state", ctx)),
+                scenario=args.scenario,
+                knobs=knobs,
+                polls=polls,
+                max_bytes=args.capture_max_bytes,
+                argv=raw_argv,
+            )
+        time.sleep(max(0.0, args.seconds - (time.monotonic() - started)))
         page = fetch(f"http://127.0.0.1:{prom_port}/metrics").decode()
         (work / "poller-metrics.txt").write_text(page)
         luns = json.loads(fetch(sim.url + "/api/storage/luns?fields=serial_number,svm.name,location", ctx))[

@@ -412,6 +412,22 @@ class OntapTarget(_Model):
         json_schema_extra=_tables_schema,
         description="Counter tables to poll (default: every table of the catalogue, docs/ontap.md).",
     )
+    source: Literal["rest", "prometheus"] = Field(
+        default="rest",
+        description="`rest`: poll the cluster's REST API; `prometheus`: read the series NetApp Harvest "
+        "already exports for it from a Prometheus-compatible query API at `url` (no second poller).",
+    )
+    harvest_cluster: Text = Field(
+        default=None, description="source prometheus: the `cluster` label Harvest gives it (default: name)."
+    )
+    selector: Text = Field(
+        default=None,
+        description='source prometheus: extra label matchers for every query, e.g. `datacenter="dc1"`.',
+    )
+    harvest_data_interval: Interval = Field(
+        default=Duration(60),
+        description="source prometheus: Harvest's performance schedule (`data`); fcp_queue_full counts one of its polls.",
+    )
     collection: Literal["auto", "tables", "statistics"] = Field(
         default="auto",
         description="Where performance comes from: `tables` (the REST counter tables), `statistics` (the "

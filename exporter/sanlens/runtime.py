@@ -18,6 +18,7 @@ from sanlens.diagnose.registry import validate_config
 from sanlens.hosts.sources import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
+from sanlens.ontap.harvest_source import HarvestSource
 from sanlens.server import ExporterServer
 from sanlens.state import Poller, Source, State
 
@@ -85,6 +86,8 @@ class Exporter:
 
     def _source(self, target: OntapTarget | HostTarget) -> Source:
         if isinstance(target, OntapTarget):
+            if target.source == "prometheus":
+                return HarvestSource(target, self.directory)
             return OntapSource(target, self.directory)
         return make_host_source(target, self.directory)
 

@@ -58,6 +58,15 @@ ASA_R2_LACK: dict[str, str] = {
     "background_operation_impact": "ASA r2 has no aggregates: only volume moves are judged",
 }
 
+# what sanlens does not read from NetApp Harvest's series (source: prometheus)
+HARVEST_LACK: dict[str, str] = {
+    "background_operation_impact": "RAID reconstruct and volume-move progress are not read from Harvest's series",
+    "aggregate_degraded": "aggregate and RAID group state are not read from Harvest's series",
+    "disk_failed": "disk state is not read from Harvest's series",
+    "fc_port_down": "Harvest's fcp series carry no port state",
+    "disk_busy_imbalance": "Harvest's raid_disk_busy carries no RAID position: parity disks count as data",
+}
+
 
 def status(
     personality: str,
@@ -94,4 +103,16 @@ def status(
         "counters_missing": {t: sorted(c) for t, c in sorted(counters_missing.items()) if c},
         "endpoints_missing": dict(sorted(endpoints_missing.items())),
         "starved": {did: sorted(set(why)) for did, why in sorted(starved.items())},
+    }
+
+
+def harvest_status() -> dict[str, Any]:
+    """The inputs of a cluster read from Harvest's series through a Prometheus query API."""
+    return {
+        "personality": "",
+        "collection": "prometheus",
+        "tables_missing": [],
+        "counters_missing": {},
+        "endpoints_missing": {},
+        "starved": {did: [why] for did, why in sorted(HARVEST_LACK.items())},
     }

@@ -1,0 +1,257 @@
+"""An ONTAP cluster read from the series NetApp Harvest already exports, through a Prometheus query API.
+
+A site that runs Harvest should not poll its clusters twice (ONTAP's API has real concurrency
+limits). Harvest exports cooked gauges, not counters: rates per second, latencies already
+divided by their ops in microseconds, CPU in percent, and ``fcp_queue_full`` as the count of
+its last poll. This source reads them with one instant query per object kind (a ``__name__``
+regex batched by the cluster's label), builds the same ``OntapView`` the REST collector builds,
+and publishes the LUNs to the host join by the serial Harvest exports as ``serial_hex``.
+
+Its ``/metrics`` part is empty: the series are already in Prometheus.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterable
+
+from sanlens.config import OntapTarget
+from sanlens.errors import SourceError
+from sanlens.join import LunDirectory, LunIdentity
+from sanlens.model import (
+    DiskStats,
+    FcPortStats,
+    LunStats,
+    NodeStats,
+    OntapVersion,
+    OntapView,
+    Snapshot,
+    VolumeStats,
+)
+from sanlens.ontap.client import OntapClient
+from sanlens.ontap.inputs import harvest_status
+
+log = logging.getLogger(__name__)
+
+US = 1e-6  # Harvest's latencies are microseconds per op
+PCT = 0.01  # and its CPU figures percent (0..100)
+LUN = ("lun_read_ops", "lun_write_ops", "lun_read_data", "lun_write_data", "lun_avg_read_latency",
+       "lun_avg_write_latency", "lun_labels")  # fmt: skip
+VOLUME = ("volume_read_ops", "volume_write_ops", "volume_other_ops", "volume_total_ops", "volume_read_latency",
+          "volume_write_latency", "volume_avg_latency", "volume_labels")  # fmt: skip
+NODE = ("node_cpu_busy", "node_avg_processor_busy", "node_cpu_domain_busy", "node_labels")
+FCP = ("fcp_read_data", "fcp_write_data", "fcp_queue_full")
+# per-disk busy: Harvest's Disk plugin exports it by RAID group (raid_disk_busy), not as disk_busy
+DISK = ("raid_disk_busy",)
+Sample = tuple[dict[str, str], float]
+
+
+class HarvestSource:
+    """One cluster's view from a Prometheus-compatible query API holding Harvest's series."""
+
+    kind = "ontap"
+
+    def __init__(self, target: OntapTarget, directory: LunDirectory) -> None:
+        self.target = target
+        self.name = target.name
+        self.interval = float(target.poll_interval)
+        self.directory = directory
+        self.client = OntapClient(target)
+        self.cluster = target.harvest_cluster or target.name
+        self.selector = f'cluster="{_quote(self.cluster)}"' + (
+            f", {target.selector}" if target.selector else ""
+        )
+        self.queries = 0  # instant queries sent, for the query budget
+
+    def close(self) -> None:
+        self.client.close()
+
+    def abort(self) -> None:
+        self.client.abort()
+
+    def _query(self, names: Iterable[str]) -> dict[str, list[Sample]]:
+        """One instant query for several families of this cluster, split back by family."""
+        q = f'{{__name__=~"{"|".join(names)}", {self.selector}}}'
+        doc = self.client.get("/api/v1/query", {"query": q})
+        self.queries += 1
+        if doc.get("status") != "success":
+            raise SourceError(f"{self.target.url}: query {q!r} failed: {doc.get('error', doc)}", reason="api")
+        out: dict[str, list[Sample]] = {}
+        for r in (doc.get("data") or {}).get("result") or []:
+            labels = dict(r.get("metric") or {})
+            try:
+                value = float(r["value"][1])
+            except (KeyError, IndexError, TypeError, ValueError):
+                continue
+            out.setdefault(labels.pop("__name__", ""), []).append((labels, value))
+        return out
+
+    def poll(self) -> Snapshot:
+        now = time.time()
+        lun, vol, node, fcp, disk = (self._query(names) for names in (LUN, VOLUME, NODE, FCP, DISK))
+        luns = _luns(self.name, lun)
+        self.directory.publish(
+            self.name, [LunIdentity(self.name, x.svm, x.volume, x.lun, x.serial, x.node) for x in luns]
+        )
+        view = OntapView(
+            self.name,
+            now,
+            self.interval,
+            _version(node),
+            tuple(luns),
+            _volumes(self.name, vol),
+            _nodes(self.name, node),
+            disks=_disks(self.name, disk),
+            fc_ports=_ports(self.name, fcp, self.interval / float(self.target.harvest_data_interval)),
+        )
+        return Snapshot(self.name, "ontap", now, (), view, inputs=harvest_status())
+
+
+def _quote(v: str) -> str:
+    return v.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _by(samples: dict[str, list[Sample]], family: str, *keys: str) -> dict[tuple[str, ...], float]:
+    return {tuple(lv.get(k, "") for k in keys): v for lv, v in samples.get(family, ())}
+
+
+def lun_path(labels: dict[str, str]) -> str:
+    """Harvest splits a LUN's path into volume, qtree and lun: put it back (/vol/<volume>[/<qtree>]/<lun>)."""
+    parts = [labels.get("volume", ""), labels.get("qtree", ""), labels.get("lun", "")]
+    return "/vol/" + "/".join(p for p in parts if p)
+
+
+def serial_of(serial_hex: str) -> str:
+    """Harvest's ``serial_hex`` back to ONTAP's 12-character serial (the hex of its ASCII bytes)."""
+    try:
+        return bytes.fromhex(serial_hex).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        return ""
+
+
+def _luns(cluster: str, s: dict[str, list[Sample]]) -> list[LunStats]:
+    keys = ("svm", "volume", "lun")
+    info = {tuple(lv.get(k, "") for k in keys): lv for lv, _ in s.get("lun_labels", ())}
+    fams = {f: _by(s, f, *keys) for f in LUN if f != "lun_labels"}
+    out = []
+    for key in sorted(set(info) | set(fams["lun_read_ops"])):
+        lv = info.get(key, dict(zip(keys, key, strict=True)))
+
+        def g(f: str, scale: float = 1.0, key: tuple[str, ...] = key) -> float | None:
+            v = fams[f].get(key)
+            return None if v is None else v * scale
+
+        out.append(
+            LunStats(
+                cluster,
+                key[0],
+                key[1],
+                lun_path(lv),
+                serial_of(lv.get("serial_hex", "")),
+                lv.get("node", ""),
+                g("lun_read_ops"),
+                g("lun_write_ops"),
+                None,
+                g("lun_avg_read_latency", US),
+                g("lun_avg_write_latency", US),
+                g("lun_read_data"),
+                g("lun_write_data"),
+                lv.get("state", ""),
+            )
+        )
+    return out
+
+
+def _volumes(cluster: str, s: dict[str, list[Sample]]) -> tuple[VolumeStats, ...]:
+    keys = ("svm", "volume")
+    info = {tuple(lv.get(k, "") for k in keys): lv for lv, _ in s.get("volume_labels", ())}
+    fams = {f: _by(s, f, *keys) for f in VOLUME if f != "volume_labels"}
+    out = []
+    for key in sorted(set(fams["volume_total_ops"]) | set(fams["volume_read_ops"])):
+        lv = info.get(key) or next(
+            (x for x, _ in s.get("volume_read_ops", ()) if (x.get("svm"), x.get("volume")) == key), {}
+        )
+
+        def g(f: str, scale: float = 1.0, key: tuple[str, ...] = key) -> float | None:
+            v = fams[f].get(key)
+            return None if v is None else v * scale
+
+        out.append(
+            VolumeStats(
+                cluster, key[0], key[1], lv.get("aggr", ""), lv.get("node", ""), lv.get("style", ""),
+                g("volume_read_ops"), g("volume_write_ops"), g("volume_other_ops"), g("volume_total_ops"),
+                g("volume_read_latency", US), g("volume_write_latency", US), g("volume_avg_latency", US),
+            )
+        )  # fmt: skip
+    return tuple(out)
+
+
+def _nodes(cluster: str, s: dict[str, list[Sample]]) -> tuple[NodeStats, ...]:
+    busy = _by(s, "node_cpu_busy", "node")
+    avg = _by(s, "node_avg_processor_busy", "node")
+    domains: dict[str, dict[str, float]] = {}
+    for lv, v in s.get("node_cpu_domain_busy", ()):
+        domains.setdefault(lv.get("node", ""), {})[lv.get("metric", "")] = v * PCT
+    model = {lv.get("node", ""): lv.get("model", "") for lv, _ in s.get("node_labels", ())}
+    names = sorted({k[0] for k in busy} | {k[0] for k in avg} | set(domains) | set(model))
+    return tuple(
+        NodeStats(
+            cluster,
+            n,
+            model.get(n, ""),
+            None,
+            busy[(n,)] * PCT if (n,) in busy else None,
+            domains.get(n, {}),
+            avg[(n,)] * PCT if (n,) in avg else None,
+        )
+        for n in names
+    )
+
+
+_SPEED = re.compile(r"(\d+(?:\.\d+)?)")
+
+
+def _ports(cluster: str, s: dict[str, list[Sample]], polls: float) -> tuple[FcPortStats, ...]:
+    """FC ports; ``fcp_queue_full`` counts one Harvest poll, so it is scaled by the ``polls`` of Harvest's
+    schedule in one of ours (the view holds counts per its own interval)."""
+    keys = ("node", "port")
+    speed: dict[tuple[str, ...], float | None] = {}
+    for lv, _ in s.get("fcp_read_data", ()):
+        m = _SPEED.search(lv.get("speed", ""))
+        speed[(lv.get("node", ""), lv.get("port", ""))] = (
+            float(m.group(1)) if m and float(m.group(1)) > 0 else None
+        )
+    rd, wr, qf = (_by(s, f, *keys) for f in FCP)
+    return tuple(
+        FcPortStats(
+            cluster, k[0], k[1], speed.get(k), "", None, None, rd.get(k), wr.get(k),
+            qf[k] * polls if k in qf else None,
+        )
+        for k in sorted(set(rd) | set(wr))
+    )  # fmt: skip
+
+
+def _disks(cluster: str, s: dict[str, list[Sample]]) -> tuple[DiskStats, ...]:
+    """Per-disk busy with its aggregate and RAID group (/aggr/plex/rg, as ONTAP's plexes name it)."""
+    return tuple(
+        DiskStats(
+            cluster,
+            lv.get("disk", ""),
+            lv.get("aggr", ""),
+            lv.get("node", ""),
+            f"/{lv.get('aggr', '')}/{lv.get('plex', '')}/{lv.get('raid', '')}",
+            busy_ratio=v * PCT,
+        )
+        for lv, v in sorted(s.get("raid_disk_busy", ()), key=lambda x: x[0].get("disk", ""))
+    )
+
+
+def _version(s: dict[str, list[Sample]]) -> OntapVersion | None:
+    """The ONTAP release from the node inventory's ``version`` label (``9.12.1`` inside NetApp's text)."""
+    for lv, _ in s.get("node_labels", ()):
+        m = re.search(r"(\d+)\.(\d+)\.(\d+)", lv.get("version", ""))
+        if m:
+            return OntapVersion(int(m.group(1)), int(m.group(2)), int(m.group(3)), lv.get("version", ""))
+    return None

@@ -1,0 +1,197 @@
+"""Diagnose from the series NetApp Harvest already exports: a real Prometheus, a real Harvest page.
+
+``tests/data/harvest/san-oversubscription.prom`` is what a real Harvest poller (built from its
+source, collectors Rest, RestPerf and KeyPerf) exported for the simulator's
+``san-oversubscription`` scenario, whose rates are steady. A real Prometheus scrapes that page;
+sanlens reads it back through the query API (``source: prometheus``) and must see what its own
+REST collector sees on the same simulated cluster: the same LUNs, volumes, nodes and FC ports,
+rates and latencies within 1 %, and the same findings on the same subjects.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from conftest import ROOT
+from harness import Harness, harness  # noqa: F401  (fixture)
+from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
+from sanlens.diagnose.engine import Engine
+from sanlens.hosts.sources import make_host_source
+from sanlens.join import LunDirectory, LunIdentity
+from sanlens.model import OntapView, Snapshot
+from sanlens.ontap.collector import OntapSource
+from sanlens.ontap.harvest_source import HarvestSource
+from sanlens.sim.server import Simulator
+
+pytestmark = pytest.mark.e2e
+
+PAGE = ROOT / "tests" / "data" / "harvest" / "san-oversubscription.prom"
+SIDECAR = Path(str(PAGE) + ".json")
+T0 = 1_700_000_000.0
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def serve_page(harness: Harness, body: bytes) -> str:  # noqa: F811  (the fixture's name)
+    """The captured Harvest page at /metrics, as the poller's own exporter served it."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_a: Any) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    harness.add_cleanup("harvest-page", server.shutdown)
+    return f"127.0.0.1:{server.server_address[1]}"
+
+
+def rest_view(scenario: str, knobs: dict[str, Any]) -> tuple[OntapView, str]:
+    """The REST collector's cooked view of the same simulated cluster (two polls a minute apart)."""
+    clock = Clock(T0)
+    with Simulator(scenario=scenario, clock=clock, **knobs) as sim:
+        src = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), LunDirectory())
+        src.clock = clock  # type: ignore[assignment]
+        src.poll()
+        clock.t += 60.0
+        view = src.poll().view
+        src.close()
+    assert isinstance(view, OntapView)
+    return view, sim.cluster_name
+
+
+def close(a: float | None, b: float | None, rel: float = 0.01) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a == pytest.approx(b, rel=rel, abs=1e-9)
+
+
+def test_harvests_series_through_prometheus_give_the_rest_collectors_view(harness: Harness) -> None:  # noqa: F811
+    meta = json.loads(SIDECAR.read_text())
+    addr = serve_page(harness, PAGE.read_bytes())
+    prom = harness.start_prometheus({"harvest": [addr]})
+    harness.wait_until(lambda: prom.query("lun_read_ops"), 30, what="Prometheus to scrape the Harvest page")
+    scenario, knobs = meta["simulator_scenario"], meta["simulator_knobs"]
+    rest, cluster = rest_view(scenario, knobs)
+    assert cluster == meta["simulator_state"]["cluster_name"]
+    data = Duration(float(meta["schedules"]["RestPerf"]["data"].rstrip("s")))
+    target = OntapTarget(
+        name=cluster,
+        url=prom.url,
+        source="prometheus",
+        poll_interval=Duration(60),
+        harvest_data_interval=data,
+    )
+    src = HarvestSource(target, LunDirectory())
+    harvest = src.poll().view
+    src.close()
+    assert isinstance(harvest, OntapView)
+    assert src.queries == 5, "one instant query per object kind, batched by cluster"
+
+    luns = {(x.svm, x.lun): x for x in harvest.luns}
+    assert set(luns) == {(x.svm, x.lun) for x in rest.luns}
+    for x in rest.luns:
+        h = luns[(x.svm, x.lun)]
+        assert h.serial == x.serial, "serial_hex decodes to the LUN's serial"
+        for f in (
+            "read_iops",
+            "write_iops",
+            "read_latency_s",
+            "write_latency_s",
+            "read_bytes_s",
+            "write_bytes_s",
+        ):
+            assert close(getattr(h, f), getattr(x, f)), (x.lun, f, getattr(h, f), getattr(x, f))
+    vols = {(v.svm, v.volume): v for v in harvest.volumes}
+    for v in rest.volumes:
+        h = vols[(v.svm, v.volume)]
+        for f in ("read_iops", "write_iops", "total_iops", "read_latency_s", "write_latency_s"):
+            assert close(getattr(h, f), getattr(v, f)), (v.volume, f, getattr(h, f), getattr(v, f))
+    nodes = {n.node: n for n in harvest.nodes}
+    for n in rest.nodes:
+        h = nodes[n.node]
+        assert close(h.average_processor_busy_ratio, n.average_processor_busy_ratio), n.node
+        assert close(h.cpu_busy_ratio, n.cpu_busy_ratio), n.node
+    ports = {(p.node, p.port): p for p in harvest.fc_ports}
+    for p in rest.fc_ports:
+        if p.read_bytes_s:
+            h = ports[(p.node, p.port)]
+            assert close(h.read_bytes_s, p.read_bytes_s) and close(h.utilization, p.utilization), p.port
+    busy = {d.disk: d for d in harvest.disks}
+    assert {d.disk for d in rest.disks if d.busy_ratio is not None} == set(busy)
+    for d in rest.disks:
+        if d.busy_ratio is not None:
+            h = busy[d.disk]
+            assert (h.aggregate, h.raid_group) == (d.aggregate, d.raid_group)
+            assert close(h.busy_ratio, d.busy_ratio), (d.disk, h.busy_ratio, d.busy_ratio)
+    assert harvest.version is not None and (harvest.version.major, harvest.version.minor) == (
+        rest.version.major,
+        rest.version.minor,
+    )
+
+    # the same findings on the same subjects, from either view beside the same host views
+    found = {}
+    for name, view in (("rest", rest), ("harvest", harvest)):
+        found[name] = diagnose(scenario, knobs, view)
+    assert found["rest"], "the scenario must find something to compare"
+    assert set(found["harvest"]) == set(found["rest"])
+    for key, ev in found["rest"].items():
+        for k, v in ev.items():
+            assert close(found["harvest"][key].get(k), v), (key, k)
+
+
+def diagnose(
+    scenario: str, knobs: dict[str, Any], view: OntapView
+) -> dict[tuple[str, str], dict[str, float]]:
+    """Findings (id, subject) -> evidence of one engine fed ``view`` and the scenario's host views, the
+    hosts polled on the simulator's clock a minute apart."""
+    clock = Clock(T0)
+    with (
+        mock.patch("time.time", clock),
+        mock.patch("time.monotonic", clock),
+        Simulator(scenario=scenario, clock=clock, **knobs) as sim,
+    ):
+        directory = LunDirectory()
+        directory.publish(
+            view.cluster,
+            [LunIdentity(view.cluster, x.svm, x.volume, x.lun, x.serial, x.node) for x in view.luns],
+        )
+        hosts = [
+            make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics"), directory)
+            for h in sim.hosts
+        ]
+        engine = Engine(DiagnoseConfig(sustain_scale=0.0))
+        for i in range(4):
+            clock.t = T0 + 60.0 * i
+            engine.update(Snapshot(view.cluster, "ontap", clock.t, (), replace(view, timestamp=clock.t)))
+            for h in hosts:
+                engine.update(h.poll())
+        for h in hosts:
+            h.close()
+    return {
+        (f["id"], json.dumps(f["subject"], sort_keys=True)): {
+            k: v for k, v in f["evidence"].items() if isinstance(v, float)
+        }
+        for f in engine.findings()
+        if f["state"] > 0
+    }

@@ -1,0 +1,110 @@
+"""HarvestSource against a mocked Prometheus query API (responses): paths, serials, queue-full, failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import responses
+
+from sanlens.config import Duration, OntapTarget
+from sanlens.errors import SourceError
+from sanlens.join import LunDirectory
+from sanlens.ontap.harvest_source import HarvestSource, lun_path, serial_of
+
+PROM = "https://prom.example"
+
+
+def vector(*series: tuple[dict[str, str], float]) -> dict[str, Any]:
+    return {
+        "status": "success",
+        "data": {
+            "resultType": "vector",
+            "result": [{"metric": m, "value": [1.7e9, str(v)]} for m, v in series],
+        },
+    }
+
+
+def test_paths_and_serials_come_back_from_harvests_labels() -> None:
+    assert lun_path({"volume": "v1", "lun": "lun0"}) == "/vol/v1/lun0"
+    assert lun_path({"volume": "v1", "qtree": "q1", "lun": "lun0"}) == "/vol/v1/q1/lun0"
+    assert serial_of("35385046684b6a6955373363") == "58PFhKjiU73c"
+    assert serial_of("zz") == ""
+
+
+@responses.activate
+def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> None:
+    lun = {"cluster": "c1", "svm": "s1", "volume": "v1", "lun": "lun0"}
+    answers = {
+        "lun": vector(
+            ({**lun, "__name__": "lun_read_ops"}, 210.0),
+            ({**lun, "__name__": "lun_avg_read_latency"}, 1000.0),
+            ({**lun, "__name__": "lun_labels", "serial_hex": "35385046684b6a6955373363", "node": "n1"}, 1.0),
+        ),
+        "volume": vector(
+            ({"__name__": "volume_total_ops", "svm": "s1", "volume": "v1", "aggr": "a1"}, 612.0)
+        ),
+        "node": vector(
+            ({"__name__": "node_avg_processor_busy", "node": "n1"}, 6.25),
+            ({"__name__": "node_cpu_domain_busy", "node": "n1", "metric": "kahuna"}, 90.0),
+            ({"__name__": "node_labels", "node": "n1", "version": "NetApp Release 9.12.1: Tue Jan 10"}, 1.0),
+        ),
+        "fcp": vector(
+            ({"__name__": "fcp_read_data", "node": "n1", "port": "0c", "speed": "16"}, 8e8),
+            ({"__name__": "fcp_queue_full", "node": "n1", "port": "0c", "speed": "16"}, 1200.0),
+        ),
+        "raid": vector(
+            (
+                {"__name__": "raid_disk_busy", "disk": "1.0.1", "aggr": "a1", "plex": "plex0", "raid": "rg0"},
+                25.0,
+            )
+        ),
+    }
+
+    def answer(req: Any) -> tuple[int, dict[str, str], str]:
+        import json
+        import urllib.parse
+
+        q = urllib.parse.parse_qs(urllib.parse.urlparse(req.url).query)["query"][0]
+        assert 'cluster="c1"' in q and 'datacenter="dc1"' in q
+        kind = next(k for k in answers if f'"{k}_' in q or (k == "raid" and "raid_disk_busy" in q))
+        return 200, {}, json.dumps(answers[kind])
+
+    responses.add_callback(responses.GET, f"{PROM}/api/v1/query", callback=answer)
+    target = OntapTarget(
+        name="c1",
+        url=PROM,
+        source="prometheus",
+        selector='datacenter="dc1"',
+        harvest_data_interval=Duration(20),
+    )
+    directory = LunDirectory()
+    src = HarvestSource(target, directory)
+    snap = src.poll()
+    view = snap.view
+    assert src.queries == 5 and len(responses.calls) == 5
+    (x,) = view.luns
+    assert (x.lun, x.serial, x.node) == ("/vol/v1/lun0", "58PFhKjiU73c", "n1")
+    assert x.read_iops == 210.0 and x.read_latency_s == pytest.approx(1e-3)  # microseconds per op
+    assert view.version is not None and (view.version.major, view.version.minor) == (12, 1)
+    (n,) = view.nodes
+    assert n.average_processor_busy_ratio == pytest.approx(0.0625) and n.domain_busy == {
+        "kahuna": pytest.approx(0.9)
+    }
+    (p,) = view.fc_ports
+    # a count of one 20 s Harvest poll, three of them in our 60 s interval: 60 per second either way
+    assert (
+        p.queue_full == pytest.approx(3600.0) and p.speed_gbps == 16.0 and p.utilization == pytest.approx(0.5)
+    )
+    (d,) = view.disks
+    assert (d.aggregate, d.raid_group, d.busy_ratio) == ("a1", "/a1/plex0/rg0", pytest.approx(0.25))
+    assert directory.by_serial("58PFhKjiU73c") is not None, "the LUN joins host disks by its serial"
+    assert snap.metrics == () and snap.inputs and "fc_port_down" in snap.inputs["starved"]
+
+
+@responses.activate
+def test_a_query_the_api_refuses_fails_the_poll_with_its_message() -> None:
+    responses.get(f"{PROM}/api/v1/query", json={"status": "error", "error": "parse error at char 3"})
+    src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), LunDirectory())
+    with pytest.raises(SourceError, match="parse error"):
+        src.poll()
