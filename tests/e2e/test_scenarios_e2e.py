@@ -51,7 +51,8 @@ CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
     "asa-r2": ("asa-r2", {}, {"san_oversubscription", "host_queue_limited", "latency_slo"}),
     "mixed": (
         "mixed",
-        {},
+        # the reconstruct brought forward and sped up (as the dashboards e2e does): its ETA shows within the run
+        {"rebuild_after_s": 12, "rebuild_rate_pct_s": 0.4},
         {
             "san_oversubscription",
             "cpu_domain_serial_bottleneck",
@@ -106,14 +107,17 @@ def _run(scenario: str, knobs: dict[str, Any], expected: set[str], out: Outcome)
                 out.final[f["id"]] = max(out.final.get(f["id"], 0), int(f["state"]))
                 out.ever[f["id"]] = max(out.ever.get(f["id"], 0), int(f["state"]))
             elapsed = time.monotonic() - start
-            # a rebuild's ETA needs two whole percents of progress: on a loaded machine that can come late
-            waiting = "background_operation_impact" in expected and not out.background_gauges
-            if waiting and elapsed >= SETTLE_S:
+            # a rebuild's ETA needs two whole percents of progress: note it whenever it shows (on a loaded
+            # machine the last page may come before it), without stretching the run
+            if (
+                "background_operation_impact" in expected
+                and not out.background_gauges
+                and elapsed >= SETTLE_S / 2
+            ):
                 out.background_gauges = b"sanlens_background_operation_eta_seconds{" in _get(
                     base + "/metrics"
                 )
-                waiting = not out.background_gauges
-            if (expected <= set(out.final) and elapsed >= SETTLE_S and not waiting) or elapsed >= DEADLINE_S:
+            if (expected <= set(out.final) and elapsed >= SETTLE_S) or elapsed >= DEADLINE_S:
                 break
         out.inputs = json.loads(_get(base + "/diagnoses/inputs"))
         for fam in text_string_to_metric_families(_get(base + "/metrics").decode()):
