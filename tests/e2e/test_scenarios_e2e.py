@@ -40,12 +40,7 @@ CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
     "too-few-luns-9.12": ("too-few-luns", {"ontap_version": "9.12.1"}, {"host_queue_limited"}),
     "kahuna": ("kahuna-bottleneck", {}, {"cpu_domain_serial_bottleneck", "volume_affinity_concentration"}),
     "expansion": ("aggregate-expansion", {}, {"disk_busy_imbalance"}),
-    # the reconstruct brought forward: its ETA (two whole percents seen) shows well within the run
-    "rebuild": (
-        "rebuild-during-oltp",
-        {"rebuild_after_s": 12},
-        {"background_operation_impact", "latency_slo"},
-    ),
+    "rebuild": ("rebuild-during-oltp", {}, {"background_operation_impact", "latency_slo"}),
     "path-faults": (
         "path-faults",
         {},
@@ -56,8 +51,7 @@ CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
     "asa-r2": ("asa-r2", {}, {"san_oversubscription", "host_queue_limited", "latency_slo"}),
     "mixed": (
         "mixed",
-        # the reconstruct brought forward and sped up (as the dashboards e2e does): its ETA shows within the run
-        {"rebuild_after_s": 12, "rebuild_rate_pct_s": 0.4},
+        {},
         {
             "san_oversubscription",
             "cpu_domain_serial_bottleneck",
