@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
-from test_linux_sim_integration import exporter, rounds  # the same hand-clocked exporter harness
+from test_linux_sim_integration import STEP, T0, Clock, exporter, page, rounds, value  # one harness
 
 from sanlens.config import HostTarget
 from sanlens.hosts.node_exporter import NodeExporterSource
@@ -18,31 +17,7 @@ from sanlens.join import LunDirectory, LunIdentity
 from sanlens.model import HostDiskStats, HostView, Snapshot
 from sanlens.sim.server import Simulator
 
-T0 = 1_700_000_000.0
-STEP = 60.0
 Page = dict[str, list[tuple[dict[str, str], float]]]
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def page(sim: Simulator, host: str) -> Page:
-    text = requests.get(f"{sim.url}/linux/{host}/metrics", timeout=10).text
-    out: Page = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            out.setdefault(s.name, []).append((s.labels, s.value))
-    return out
-
-
-def value(p: Page, name: str, **labels: str) -> float:
-    (v,) = [v for lv, v in p[name] if all(lv.get(k) == x for k, x in labels.items())]
-    return v
 
 
 def host_disks(snap: Snapshot) -> dict[str, HostDiskStats]:

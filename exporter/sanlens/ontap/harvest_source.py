@@ -166,13 +166,13 @@ def _luns(cluster: str, s: dict[str, list[Sample]]) -> list[LunStats]:
 
 def _volumes(cluster: str, s: dict[str, list[Sample]]) -> tuple[VolumeStats, ...]:
     keys = ("svm", "volume")
-    info = {tuple(lv.get(k, "") for k in keys): lv for lv, _ in s.get("volume_labels", ())}
+    # aggr, node and style ride on every volume series; volume_labels, where exported, wins
+    info = {tuple(lv.get(k, "") for k in keys): lv for f in VOLUME for lv, _ in s.get(f, ())}
+    info |= {tuple(lv.get(k, "") for k in keys): lv for lv, _ in s.get("volume_labels", ())}
     fams = {f: _by(s, f, *keys) for f in VOLUME if f != "volume_labels"}
     out = []
     for key in sorted(set(fams["volume_total_ops"]) | set(fams["volume_read_ops"])):
-        lv = info.get(key) or next(
-            (x for x, _ in s.get("volume_read_ops", ()) if (x.get("svm"), x.get("volume")) == key), {}
-        )
+        lv = info.get(key, {})
 
         def g(f: str, scale: float = 1.0, key: tuple[str, ...] = key) -> float | None:
             v = fams[f].get(key)

@@ -334,9 +334,10 @@ class Handler(BaseHTTPRequestHandler):
         answers the count alone."""
         conds = ontap_query.filters(query)
         if conds:
-            recs = build(items)
+            recs = build(items)  # built once, to filter, then paged as they are
             keep = [i for i, r in enumerate(recs) if ontap_query.match_all(r, conds)]
-            items, ids = [items[i] for i in keep], [ids[i] for i in keep]
+            items, ids = [recs[i] for i in keep], [ids[i] for i in keep]
+            build = _built
         if not ontap_query.flag(query, "return_records", True):
             return {"num_records": len(items), "_links": {"self": {"href": ontap_api.href(raw_path, query)}}}
         return ontap_api.page(items, ids, key, build, paths, raw_path, query, loop=self._loop)
@@ -390,3 +391,8 @@ class Handler(BaseHTTPRequestHandler):
         self._json(
             200, ontap_api.page(objs, ids, "id", build, None, raw_path, query, loop=self._loop), malformed
         )
+
+
+def _built(records: list[Json]) -> list[Json]:
+    """``build`` for records already built."""
+    return records
