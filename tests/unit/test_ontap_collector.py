@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,12 @@ def test_each_table_is_cooked_against_the_time_its_rows_arrived(monkeypatch: pyt
     delays = iter([0.0, 25.0])
 
     def slow_volume(_req: Any) -> tuple[int, dict[str, str], str]:
+        # tables are fetched concurrently: the delay must fall after the LUN rows were stamped, as it
+        # does when a slow table really is slow, not between the LUN response and its stamp
+        for _ in range(5000):
+            if "lun" in src._fetched_at:
+                break
+            time.sleep(0.001)
         clock.t += next(delays)  # in the second poll the volume table takes 25 s after the LUNs arrived
         return 200, {}, json.dumps({"records": [], "num_records": 0})
 
