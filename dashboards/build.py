@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes the sanlens Grafana dashboards (dashboards/*.json) from their descriptions.
 
+``harvest/`` holds the evidence dashboard for clusters read through NetApp Harvest's series.
+
 Why a generator: five dashboards share one datasource variable, the same chained
 label variables, the same panel defaults and the same PromQL fragments; writing
 them once keeps every panel consistent. ``lib/`` holds those shared builders,
@@ -36,9 +38,19 @@ if str(HERE.parent) not in sys.path:
 
 from mixin.config import DEFAULT, MixinConfig, add_arguments, from_args  # noqa: E402
 
-from dashboards.defs import disks, io_path, lun_volume, ontap_cpu_domains, overview  # noqa: E402
+from dashboards.defs import (  # noqa: E402
+    disks,
+    harvest_evidence,
+    io_path,
+    lun_volume,
+    ontap_cpu_domains,
+    overview,
+)
 
 DEFS = (overview, io_path, ontap_cpu_domains, lun_volume, disks)
+# where sanlens reads ONTAP through NetApp Harvest's series: shipped with the overview instead of DEFS[1:]
+HARVEST_DEFS = (harvest_evidence,)
+HARVEST_DIR = "harvest"
 
 
 def render(d: dict[str, Any]) -> str:
@@ -46,9 +58,10 @@ def render(d: dict[str, Any]) -> str:
 
 
 def build_all(cfg: MixinConfig = DEFAULT) -> dict[str, str]:
-    """File name (the uid) -> JSON text for every dashboard."""
-    built = [m.build(cfg) for m in DEFS]
-    return {f"{d['uid']}.json": render(d) for d in built}
+    """File name (the uid; Harvest's under harvest/) -> JSON text for every dashboard."""
+    out = {f"{d['uid']}.json": render(d) for d in (m.build(cfg) for m in DEFS)}
+    out |= {f"{HARVEST_DIR}/{d['uid']}.json": render(d) for d in (m.build(cfg) for m in HARVEST_DEFS)}
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 stale.append(name)
         else:
-            args.out.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
     if stale:
         print(f"stale dashboards (run python3 dashboards/build.py): {', '.join(stale)}", file=sys.stderr)

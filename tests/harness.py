@@ -570,9 +570,11 @@ class Harness:
         extra: Mapping[str, Any] | None = None,
         wait_ready: bool = True,
         timeout: float = 60.0,
+        port: int | None = None,
     ) -> ExporterHandle:
-        """`python -m sanlens serve --config <tmp yaml>` against the simulator."""
-        port = free_port()
+        """`python -m sanlens serve --config <tmp yaml>` against the simulator (on ``port``, chosen when
+        a Prometheus that the exporter itself reads must know it first)."""
+        port = port or free_port()
         cfg = exporter_config(sim, f"{LOOPBACK}:{port}", ontap_interval, host_interval, sustain_scale, extra)
         path = self.write("sanlens.yaml", cfg)
         proc = self.spawn(
@@ -584,6 +586,25 @@ class Harness:
             lambda: http_get(handle.url + endpoint, timeout=2)[0] == 200, timeout, 0.3, f"exporter {endpoint}"
         )
         return handle
+
+    def serve_page(self, body: bytes) -> str:
+        """``body`` at /metrics (a captured exporter page, e.g. NetApp Harvest's); its host:port."""
+
+        class Page(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_a: Any) -> None:
+                return
+
+        server = ThreadingHTTPServer((LOOPBACK, 0), Page)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.add_cleanup("page", server.shutdown)
+        return f"{LOOPBACK}:{server.server_address[1]}"
 
     def start_static_exporter(self, text: Callable[[], str]) -> ExporterHandle:
         """An in-process fake exporter serving ``text()`` (develop the rule→alert leg without the real one)."""
@@ -633,8 +654,10 @@ class Harness:
         evaluation_interval: str = "1s",
         external_labels: Mapping[str, str] | None = None,
         timeout: float = 60.0,
+        metrics_paths: Mapping[str, str] | None = None,
     ) -> PrometheusHandle:
-        """Debian's Prometheus scraping ``{job: [host:port, ...]}`` with the given rule files."""
+        """Debian's Prometheus scraping ``{job: [host:port, ...]}`` (at ``metrics_paths[job]``, default
+        /metrics) with the given rule files."""
         binary = require_tool("prometheus")
         port = free_port()
         cfg: dict[str, Any] = {
@@ -645,7 +668,11 @@ class Harness:
             },
             "rule_files": [str(p) for p in rule_files],
             "scrape_configs": [
-                {"job_name": job, "static_configs": [{"targets": list(targets)}]}
+                {
+                    "job_name": job,
+                    "metrics_path": (metrics_paths or {}).get(job, "/metrics"),
+                    "static_configs": [{"targets": list(targets)}],
+                }
                 for job, targets in scrape.items()
             ],
         }

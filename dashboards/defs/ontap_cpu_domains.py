@@ -6,8 +6,8 @@ from mixin.config import MixinConfig
 
 from ..lib import Json
 from ..lib.dashboard import Layout, Var, chained, dashboard, topn_var
-from ..lib.panels import DASHED, instant, panel, series, target
-from ..lib.promql import NOT_IDLE, configured, rate, sel, srate, top
+from ..lib.panels import DASHED, against_thresholds, instant, panel, series, target
+from ..lib.promql import NOT_IDLE, rate, sel, srate, top
 from ..lib.thresholds import bands, pct, steps
 
 NAME = "ontap-cpu-domains"
@@ -41,22 +41,17 @@ def cpu(cfg: MixinConfig, lay: Layout, n: str) -> None:
     names = ("kahuna_warning_ratio", "serial_critical_ratio")
     warn, crit = (pct(cfg.threshold(SERIAL, name)) for name in names)
     lay.add(
-        panel(
-            "timeseries",
+        against_thresholds(
+            cfg,
             "Kahuna vs its thresholds",
             "Kahuna (the serial domain) as % of one core, and the lower bound of serial occupancy "
             f"U_K + U_W/(N_cpu - 1). Dashed: {warn} warning and {crit} critical of {SERIAL}; "
             "the 'configured' lines are the exporter's live thresholds.",
             target(f"{kahuna} / {elapsed}", "kahuna {{node}}"),
             target(f"({kahuna} + {wafl_ex} / ({cpus} - 1)) / {elapsed}", "serial occupancy {{node}}"),
-            *(
-                target(configured(SERIAL, name), f"{level} (configured)")
-                for name, level in zip(names, ("warning", "critical"), strict=True)
-            ),
+            diagnosis=SERIAL,
+            names=names,
             unit="percentunit",
-            thresholds=bands(cfg, SERIAL, *names),
-            min_=0,
-            overrides=[series(".*configured.*", DASHED)],
         ),
         12,
         8,

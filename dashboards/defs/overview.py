@@ -9,7 +9,7 @@ from sanlens.diagnose.registry import REGISTRY
 from ..lib import Json
 from ..lib.dashboard import Layout, chained, dashboard, runbook_var, topn_var
 from ..lib.panels import UP, Column, drill, gauge_cell, mapped, panel, rename, table, target
-from ..lib.promql import mbps, rate, sel, top
+from ..lib.promql import LUN_LATENCY_PAIRS, harvest_latency, harvest_sum, mbps, rate, sel, top
 from ..lib.thresholds import GREEN, data_latency, steps
 
 NAME = "overview"
@@ -172,6 +172,23 @@ def active(label: str) -> Column:
     )
 
 
+def lun_latency_of(c: str, min_iops: float) -> str:
+    """Per LUN: the recording rule over sanlens's counters, or Harvest's gauges where sanlens reads
+    the cluster through them (source: prometheus)."""
+    keys = "cluster, svm, volume, lun"
+    harvest = harvest_latency(keys, c, LUN_LATENCY_PAIRS, min_iops=min_iops)
+    return f"lun:sanlens_ontap_lun_latency_seconds:mean5m{{{c}}} or {harvest}"
+
+
+def host_latency_of(h: str) -> str:
+    """Per host: the recording rule over sanlens's host counters, or, for hosts read through Prometheus
+    (which export none), the latency the engine judged."""
+    return (
+        f"max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{h}}}) or "
+        f'max by (host) (sanlens_diagnosis_evidence{{evidence="host_latency_seconds", {h}}})'
+    )
+
+
 def uid(cfg: MixinConfig, name: str) -> str:
     return cfg.dashboard_uid_prefix + name
 
@@ -179,18 +196,28 @@ def uid(cfg: MixinConfig, name: str) -> str:
 def estate(cfg: MixinConfig, lay: Layout) -> None:
     c, h = sel("cluster"), sel("cluster", or_blank=True)
     m = cfg.latency_min_iops
+    # each column falls back to NetApp Harvest's gauges for clusters read through them (source: prometheus)
     cpu = (
         f"avg by (cluster) ({rate('sanlens_ontap_node_average_processor_busy_seconds_total', c)} / "
-        f"{rate('sanlens_ontap_node_cpu_elapsed_seconds_total', c)})"
+        f"{rate('sanlens_ontap_node_cpu_elapsed_seconds_total', c)}) "
+        f"or avg by (cluster) (node_avg_processor_busy{{{c}}}) / 100"
     )
-    lun_latency = f"max by (cluster) (lun:sanlens_ontap_lun_latency_seconds:mean5m{{{c}}})"
+    lun_latency = f"max by (cluster) ({lun_latency_of(c, m)})"
+    lun_iops = (
+        f"sum by (cluster) ({rate('sanlens_ontap_lun_ops_total', c)}) "
+        f"or {harvest_sum('cluster', c, 'lun_read_ops', 'lun_write_ops')}"
+    )
+    lun_bytes = (
+        f"sum by (cluster) ({mbps('cluster', 'sanlens_ontap_lun', c)}) "
+        f"or {harvest_sum('cluster', c, 'lun_read_data', 'lun_write_data')}"
+    )
     cluster_table = drill(
         table(
             "Clusters",
             "Per ONTAP cluster: poll status, LUN IOPS, average node CPU, worst LUN latency and active diagnoses.",
             up('="ontap"', "cluster"),
-            Column(f"sum by (cluster) ({rate('sanlens_ontap_lun_ops_total', c)})", "LUN IOPS", "iops"),
-            Column(f"sum by (cluster) ({mbps('cluster', 'sanlens_ontap_lun', c)})", "LUN throughput", "Bps"),
+            Column(lun_iops, "LUN IOPS", "iops"),
+            Column(lun_bytes, "LUN throughput", "Bps"),
             Column(cpu, "Avg CPU busy", "percentunit"),
             Column(lun_latency, "Worst LUN latency", "s"),
             active("cluster"),
@@ -199,7 +226,8 @@ def estate(cfg: MixinConfig, lay: Layout) -> None:
         f"/d/{uid(cfg, 'ontap-cpu-domains')}/?orgId=1&var-cluster=${{__data.fields.cluster}}&${{__url_time_range}}",
     )
     lay.add(cluster_table, 24, 6)
-    worst_host = f"topk($topn, max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{h}}}))"
+    # hosts read through Prometheus (source: prometheus) export no counters: the engine's evidence instead
+    worst_host = f"topk($topn, {host_latency_of(h)})"
     lay.add(
         drill(
             table(
@@ -237,7 +265,9 @@ def estate(cfg: MixinConfig, lay: Layout) -> None:
         7,
     )
     lun_keys = "cluster, svm, volume, lun"
-    worst_lun = f"topk($topn, lun:sanlens_ontap_lun_latency_seconds:mean5m{{{c}}})"
+    worst_lun = f"topk($topn, {lun_latency_of(c, m)})"
+    harvest_ops = harvest_sum(lun_keys, c, "lun_read_ops", "lun_write_ops")
+    harvest_bytes = harvest_sum(lun_keys, c, "lun_read_data", "lun_write_data")
     lay.add(
         drill(
             table(
@@ -246,10 +276,12 @@ def estate(cfg: MixinConfig, lay: Layout) -> None:
                 "and throughput. A row opens the LUN and its volume on the LUNs and volumes dashboard.",
                 Column(worst_lun, "Latency", "s"),
                 Column(
-                    f"lun:sanlens_ontap_lun_ops:rate5m{{{c}}} and on ({lun_keys}) {worst_lun}", "IOPS", "iops"
+                    f"(lun:sanlens_ontap_lun_ops:rate5m{{{c}}} or {harvest_ops}) and on ({lun_keys}) {worst_lun}",
+                    "IOPS",
+                    "iops",
                 ),
                 Column(
-                    f"lun:sanlens_ontap_lun_bytes:rate5m{{{c}}} and on ({lun_keys}) {worst_lun}",
+                    f"(lun:sanlens_ontap_lun_bytes:rate5m{{{c}}} or {harvest_bytes}) and on ({lun_keys}) {worst_lun}",
                     "Throughput",
                     "Bps",
                 ),
@@ -275,7 +307,7 @@ def estate(cfg: MixinConfig, lay: Layout) -> None:
                 "The slowest LUN of each cluster, read and write together, from the recording rule "
                 "lun:sanlens_ontap_lun_latency_seconds:mean5m; dashed lines are the data-file latency "
                 "thresholds of latency_slo.",
-                f"max by (cluster) (lun:sanlens_ontap_lun_latency_seconds:mean5m{{{c}}})",
+                f"max by (cluster) ({lun_latency_of(c, cfg.latency_min_iops)})",
                 "{{cluster}}",
                 {},
             ),
@@ -284,7 +316,7 @@ def estate(cfg: MixinConfig, lay: Layout) -> None:
                 "The slowest disk of each host as PerfMon sees it, from the recording rule "
                 "host_disk:sanlens_host_disk_latency_seconds:mean5m; compare with the LUN panel beside "
                 "it: a host far above its array is a fabric or queue problem.",
-                top(f"max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{h}}})"),
+                top(host_latency_of(h)),
                 "{{host}}",
                 {},
             ),

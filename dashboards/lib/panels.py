@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from mixin.config import MixinConfig
+
 from . import Json
-from .thresholds import GREEN, steps
+from .promql import configured
+from .thresholds import GREEN, bands, steps
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 REDUCE_LAST = {"calcs": ["lastNotNull"], "fields": "", "values": False}
@@ -199,3 +202,31 @@ DASHED = {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}
 
 def fixed(color: str) -> Json:
     return {"id": "color", "value": {"mode": "fixed", "fixedColor": color}}
+
+
+def against_thresholds(
+    cfg: MixinConfig,
+    title: str,
+    description: str,
+    *targets: Json,
+    diagnosis: str,
+    names: Sequence[str],
+    unit: str,
+) -> Json:
+    """A time series drawn against a diagnosis's warning and critical thresholds: the defaults as bands,
+    and the exporter's live values (a site's override) as dashed ``<level> (configured)`` lines."""
+    lines = [
+        target(configured(diagnosis, name), f"{level} (configured)")
+        for name, level in zip(names, ("warning", "critical"), strict=True)
+    ]
+    return panel(
+        "timeseries",
+        title,
+        description,
+        *targets,
+        *lines,
+        unit=unit,
+        thresholds=bands(cfg, diagnosis, *names),
+        min_=0,
+        overrides=[series(".*configured.*", DASHED)],
+    )

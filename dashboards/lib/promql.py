@@ -109,3 +109,23 @@ def configured(diagnosis: str, name: str) -> str:
 def times_configured(expr: str, diagnosis: str, name: str) -> str:
     """expr scaled by a live threshold (a fraction of a ceiling or of a queue)."""
     return f"{expr} * on () group_left () {configured(diagnosis, name)}"
+
+
+# ------------------------------------------------------------------ NetApp Harvest's series
+# Clusters read through Harvest (source: prometheus) have Harvest's cooked gauges instead of sanlens's
+# counters: rates per second, latencies in microseconds per op.
+HARVEST_US = 1e-6
+LUN_LATENCY_PAIRS = (("lun_avg_read_latency", "lun_read_ops"), ("lun_avg_write_latency", "lun_write_ops"))
+
+
+def harvest_sum(by: str, matchers: str, *families: str) -> str:
+    """Σ of Harvest gauges that share one label set (the reads and writes of one subject)."""
+    return f"sum by ({by}) ({' + '.join(f'{f}{{{matchers}}}' for f in families)})"
+
+
+def harvest_latency(by: str, matchers: str, pairs: tuple[tuple[str, str], ...], *, min_iops: float) -> str:
+    """Latency per op in seconds: Harvest's per-op averages weighted by their ops, only where ``min_iops``
+    ops ran (an idle subject's one slow op draws no spike)."""
+    num = " + ".join(f"{lat}{{{matchers}}} * {ops}{{{matchers}}}" for lat, ops in pairs)
+    ops = harvest_sum(by, matchers, *(o for _, o in pairs))
+    return f"sum by ({by}) ({num}) / ({ops} >= {min_iops:g}) * {HARVEST_US:g}"

@@ -485,8 +485,25 @@ class HostTarget(RuledModel, _Model):
         ),
         When(
             "source",
-            ("windows_exporter", "node_exporter"),
+            ("windows_exporter", "node_exporter", "prometheus"),
             (Matches("url", URL_PATTERN, url_problem, "an http(s) URL"),),
+        ),
+        When(
+            "source",
+            ("prometheus",),
+            (
+                Required("url", "source prometheus needs the url of a Prometheus query API", at="source"),
+                Required(
+                    "exporter",
+                    "source prometheus needs exporter: windows_exporter or node_exporter",
+                    at="source",
+                ),
+                Required(
+                    "selector",
+                    'source prometheus needs a selector naming this host\'s series, e.g. instance="db1:9182"',
+                    at="source",
+                ),
+            ),
         ),
         When(
             "source",
@@ -500,15 +517,23 @@ class HostTarget(RuledModel, _Model):
         Field(pattern=NAME_PATTERN, description="The host's name: its `host` label, unique across targets."),
         Explain("must not be empty: it is the host label"),
     ]
-    source: Literal["windows_exporter", "winrm", "perfmon", "node_exporter"] = Field(
+    source: Literal["windows_exporter", "winrm", "perfmon", "node_exporter", "prometheus"] = Field(
         default="windows_exporter",
         description="Where the disk counters come from: windows_exporter, winrm (the sanlens[winrm] extra), "
-        "perfmon (log files) or node_exporter (a Linux host, disks joined by multipath WWID).",
+        "perfmon (log files), node_exporter (a Linux host, disks joined by multipath WWID) or prometheus (the "
+        "`exporter`'s series a Prometheus-compatible query API at `url` already holds: no second scrape).",
+    )
+    exporter: Literal["windows_exporter", "node_exporter"] | None = Field(
+        default=None, description="source prometheus: which exporter's series the host has."
+    )
+    selector: Text = Field(
+        default=None,
+        description='source prometheus: label matchers naming this host\'s series, e.g. `instance="db1:9182"`.',
     )
     url: Text = Field(
         default=None,
-        description="windows_exporter and node_exporter: the http(s) /metrics URL; winrm: the endpoint, a "
-        "URL or a bare host[:port]; perfmon: not used.",
+        description="windows_exporter and node_exporter: the http(s) /metrics URL; prometheus: the query API's "
+        "base URL; winrm: the endpoint, a URL or a bare host[:port]; perfmon: not used.",
     )
     auth: AuthConfig = Field(
         default_factory=lambda: NO_AUTH, description="Credentials (Basic auth or WinRM)."

@@ -10,9 +10,7 @@ rates and latencies within 1 %, and the same findings on the same subjects.
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,26 +44,6 @@ class Clock:
         return self.t
 
 
-def serve_page(harness: Harness, body: bytes) -> str:  # noqa: F811  (the fixture's name)
-    """The captured Harvest page at /metrics, as the poller's own exporter served it."""
-
-    class Page(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_a: Any) -> None:
-            return
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    harness.add_cleanup("harvest-page", server.shutdown)
-    return f"127.0.0.1:{server.server_address[1]}"
-
-
 def rest_view(scenario: str, knobs: dict[str, Any]) -> tuple[OntapView, str]:
     """The REST collector's cooked view of the same simulated cluster (two polls a minute apart)."""
     clock = Clock(T0)
@@ -88,7 +66,7 @@ def close(a: float | None, b: float | None, rel: float = 0.01) -> bool:
 
 def test_harvests_series_through_prometheus_give_the_rest_collectors_view(harness: Harness) -> None:  # noqa: F811
     meta = json.loads(SIDECAR.read_text())
-    addr = serve_page(harness, PAGE.read_bytes())
+    addr = harness.serve_page(PAGE.read_bytes())
     prom = harness.start_prometheus({"harvest": [addr]})
     harness.wait_until(lambda: prom.query("lun_read_ops"), 30, what="Prometheus to scrape the Harvest page")
     scenario, knobs = meta["simulator_scenario"], meta["simulator_knobs"]

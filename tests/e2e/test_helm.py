@@ -125,6 +125,8 @@ def chart_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     real = sorted(DASHBOARDS.glob("*.json"))
     for f in real:
         shutil.copy(f, root / "dashboards" / f.name)
+    if (DASHBOARDS / "harvest").is_dir():
+        shutil.copytree(DASHBOARDS / "harvest", root / "dashboards" / "harvest")
     if not real:
         (root / "dashboards" / "sanlens-placeholder.json").write_text(
             json.dumps(PLACEHOLDER_DASHBOARD, indent=2), encoding="utf-8"
@@ -529,6 +531,25 @@ def test_dashboard_configmaps_carry_each_dashboard_unchanged(helm: Helm, chart_t
         assert by_key[f.name].strip() == text.strip()
         json.loads(by_key[f.name])
     assert all(len(cm["metadata"]["name"]) <= 63 for cm in cms)
+
+
+def test_the_harvest_switch_ships_the_overview_and_the_evidence_on_harvests_series(
+    helm: Helm, chart_tree: Path
+) -> None:
+    """dashboards.series=harvest: the counter dashboards would stay empty (sanlens exports no ONTAP
+    counters when it reads Harvest's series), so the overview and the Harvest evidence dashboard ship."""
+    dash = chart_tree / "files" / "dashboards"
+    want = sorted([*dash.glob("*-overview.json"), *dash.glob("harvest/*.json")])
+    assert len(want) == 2, want
+    docs = helm.template(chart_tree, "--set", "dashboards.enabled=true", "--set", "dashboards.series=harvest")
+    cms = [d for d in kinds(docs, "ConfigMap") if d["metadata"]["labels"].get("grafana_dashboard") == "1"]
+    by_key = {k: v for cm in cms for k, v in cm["data"].items()}
+    assert sorted(by_key) == sorted(f.name for f in want)
+    for f in want:
+        assert by_key[f.name].strip() == f.read_text(encoding="utf-8").strip()
+    bad = helm.run("template", "sanlens", str(chart_tree), "-f", str(helm.base_values),
+                   "--set", "dashboards.series=grafana", check=False)  # fmt: skip
+    assert bad.returncode != 0 and "/dashboards/series" in bad.stderr, bad.stderr
 
 
 def test_packaged_chart_contains_the_linked_files_byte_for_byte(

@@ -99,7 +99,10 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
     (d,) = view.disks
     assert (d.aggregate, d.raid_group, d.busy_ratio) == ("a1", "/a1/plex0/rg0", pytest.approx(0.25))
     assert directory.by_serial("58PFhKjiU73c") is not None, "the LUN joins host disks by its serial"
-    assert snap.metrics == () and snap.inputs and "fc_port_down" in snap.inputs["starved"]
+    # /metrics: the cluster's identity only; the series themselves are already in Prometheus
+    assert [m.name for m in snap.metrics] == ["sanlens_ontap_cluster_info"]
+    assert snap.metrics[0].samples[0][0][snap.metrics[0].label_names.index("collection")] == "harvest"
+    assert snap.inputs and "fc_port_down" in snap.inputs["starved"]
 
 
 @responses.activate

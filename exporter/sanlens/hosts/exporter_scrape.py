@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -28,6 +29,7 @@ from sanlens.hosts.cooking import DiskReading
 from sanlens.hosts.mapping import normalize_drive
 
 COLLECTORS = ("logical_disk", "physical_disk", "textfile")
+Sample = tuple[str, dict[str, str], float]
 
 # family -> DiskReading field, from the catalogue that also gives each counter's width
 _FIELDS = WINDOWS_EXPORTER.fields()
@@ -37,6 +39,8 @@ PATHS_FAMILY = "sanlens_windows_disk_paths"
 # Active/Unoptimized, Standby, Unavailable, Transitioning): those that count as the disk's paths
 OPTIMIZED = "active_optimized"
 ACTIVE_STATES = frozenset({"active_optimized", "active_unoptimized"})
+# every family read here: what a Prometheus-backed host asks its query API for
+FAMILIES = (*_FIELDS, "windows_logical_disk_info", SERIAL_FAMILY, PATHS_FAMILY)
 
 
 class ScrapeParseError(ValueError):
@@ -58,49 +62,58 @@ def _usable(name: str, disk: str, value: float) -> float:
     return v
 
 
+def text_samples(text: str) -> list[Sample]:
+    """(name, labels, value) of every sample of a Prometheus text page; ValueError when it is none."""
+    families = list(text_string_to_metric_families(text.lstrip("\ufeff")))
+    return [(s.name, s.labels, s.value) for fam in families for s in fam.samples]
+
+
 def parse_scrape(text: str) -> list[DiskReading]:
     """Disks of one scrape, sorted by disk number; ``_Total`` is skipped."""
+    try:
+        samples = text_samples(text)
+    except (ValueError, TypeError, IndexError, OverflowError) as e:
+        raise ScrapeParseError(f"not Prometheus text format: {e}") from None
+    return disk_readings(samples)
+
+
+def disk_readings(samples: Iterable[Sample]) -> list[DiskReading]:
+    """Disks of one scrape's samples (a page, or the same series read back from Prometheus)."""
     values: dict[str, dict[str, Any]] = defaultdict(dict)
     drives: dict[str, set[str]] = defaultdict(set)
     serials: dict[str, str] = {}
     paths: dict[str, int] = {}
     by_state: dict[str, dict[str, int]] = defaultdict(dict)
-    try:
-        families = list(text_string_to_metric_families(text.lstrip("\ufeff")))
-    except (ValueError, TypeError, IndexError, OverflowError) as e:
-        raise ScrapeParseError(f"not Prometheus text format: {e}") from None
-    for fam in families:
-        for s in fam.samples:
-            name, labels = s.name, s.labels
-            field = _FIELDS.get(name)
-            if field is not None:
-                instance = labels.get("disk", "")
-                number, _, rest = instance.partition(" ")
-                if not number or number == "_Total":
-                    continue
-                values[number][field] = _usable(name, instance, s.value)
-                for d in rest.split():
-                    if _is_drive(d):
-                        drives[number].add(normalize_drive(d))
-            elif name == "windows_logical_disk_info":
-                volume = labels.get("volume", "")
-                if _is_drive(volume):
-                    for number in filter(None, labels.get("disk", "").split(";")):
-                        drives[number.strip()].add(normalize_drive(volume))
-            elif name == SERIAL_FAMILY:
-                number = labels.get("disk", "").strip()
-                if number:
-                    serials[number] = labels.get("serial_number", "").strip()
-            elif name == PATHS_FAMILY:
-                number = labels.get("disk", "").strip()
-                state = labels.get("state", "").strip().lower()
-                if not number:
-                    continue
-                count = _usable(name, number, s.value)
-                if state:
-                    by_state[number][state] = max(int(count), 0)
-                elif count >= 1:
-                    paths[number] = int(count)
+    for name, labels, value in samples:
+        field = _FIELDS.get(name)
+        if field is not None:
+            instance = labels.get("disk", "")
+            number, _, rest = instance.partition(" ")
+            if not number or number == "_Total":
+                continue
+            values[number][field] = _usable(name, instance, value)
+            for d in rest.split():
+                if _is_drive(d):
+                    drives[number].add(normalize_drive(d))
+        elif name == "windows_logical_disk_info":
+            volume = labels.get("volume", "")
+            if _is_drive(volume):
+                for number in filter(None, labels.get("disk", "").split(";")):
+                    drives[number.strip()].add(normalize_drive(volume))
+        elif name == SERIAL_FAMILY:
+            number = labels.get("disk", "").strip()
+            if number:
+                serials[number] = labels.get("serial_number", "").strip()
+        elif name == PATHS_FAMILY:
+            number = labels.get("disk", "").strip()
+            state = labels.get("state", "").strip().lower()
+            if not number:
+                continue
+            count = _usable(name, number, value)
+            if state:
+                by_state[number][state] = max(int(count), 0)
+            elif count >= 1:
+                paths[number] = int(count)
     optimized: dict[str, int] = {}
     for number, states in by_state.items():
         optimized[number] = states.get(OPTIMIZED, 0)

@@ -45,16 +45,16 @@ import logging
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import HostTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.catalogue import NODE_EXPORTER
 from sanlens.hosts.cooking import DiskReading, PathReading
+from sanlens.hosts.exporter_scrape import Sample, text_samples
 from sanlens.hosts.sources import HttpScrapeSource, safe_url
 from sanlens.join import NVME_ID_PREFIXES, LunDirectory, normalize_wwid, ontap_wwid, serial_from_wwid
 
@@ -78,6 +78,9 @@ ACTIVE_STATES = frozenset({"running", "live"})  # node_exporter's isPathActive
 OPTIMIZED = "active/optimized"
 # ID_MODEL of an ONTAP LUN as udev spells it (spaces become underscores)
 ONTAP_MODELS = frozenset({"lun c-mode", "lun_c-mode"})
+# every family read here: what a Prometheus-backed host asks its query API for
+FAMILIES = (*_FIELDS, DISK_INFO, DM_INFO, MP_INFO, MP_PATH_STATE, MP_PATHS_ACTIVE, MP_PATHS_FAILED, QUEUE_DEPTH,
+            ACCESS_STATE, NVME_INFO, NVME_SUBSYS_NS, NVME_SUBSYS_PATH_STATE)  # fmt: skip
 _NOT_DISKS = re.compile(r"^(sr|loop|z?ram|fd|md)\d+$|^(mmcblk\d+p|nvme\d+n\d+p|x?[shv]d[a-z]+)\d+$")
 _NVME_NS = re.compile(r"^nvme(\d+)n(\d+)$")  # a namespace block device (the multipath head)
 _NVME_PATH = re.compile(r"^nvme(\d+)c(\d+)n(\d+)$")  # a hidden per-controller path device
@@ -128,67 +131,71 @@ def _usable(name: str, labels: dict[str, str], value: float) -> float:
 def parse_page(text: str) -> NodeScrape:
     """The block-device series of one page; every other family is ignored. Names are matched
     exactly (NetApp Harvest exports ``node_disk_busy``: a prefix would take it for diskstats)."""
-    out = NodeScrape()
     try:
-        families = list(text_string_to_metric_families(text.lstrip("\ufeff")))
+        samples = text_samples(text)
     except (ValueError, TypeError, IndexError, OverflowError) as e:
         raise NodeScrapeError(f"not Prometheus text format: {e}") from None
+    return scrape_of(samples)
+
+
+def scrape_of(samples: Iterable[Sample]) -> NodeScrape:
+    """The block-device series of one scrape's samples (a page, or the same series read back from
+    Prometheus)."""
+    out = NodeScrape()
     mp_counts: dict[str, dict[str, float]] = defaultdict(dict)
-    for fam in families:
-        for s in fam.samples:
-            name, labels = s.name, s.labels
-            fld = _FIELDS.get(name)
-            if fld is not None:
-                dev = labels.get("device", "").strip()
-                if dev:
-                    out.stats[dev][fld] = _usable(name, labels, s.value)
-            elif name == DISK_INFO:
-                dev = labels.get("device", "").strip()
-                if dev:
-                    out.info[dev] = dict(labels)
-            elif name == DM_INFO:
-                dev = labels.get("device", "").strip()
-                if dev:
-                    out.dm[dev] = (labels.get("name", "").strip(), labels.get("uuid", "").strip())
-            elif name == MP_INFO:
-                mp = labels.get("device", "").strip()
-                if mp:
-                    m = out.maps.setdefault(mp, MultipathMap(mp, "", ""))
-                    m.sysfs = labels.get("sysfs_name", "").strip()
-                    m.wwid = normalize_wwid(labels.get("uuid", ""))
-            elif name == MP_PATH_STATE:
-                mp, path = labels.get("device", "").strip(), labels.get("path", "").strip()
-                if mp and path and _usable(name, labels, s.value) >= 1:
-                    out.maps.setdefault(mp, MultipathMap(mp, "", "")).states[path] = (
-                        labels.get("state", "").strip().lower()
-                    )
-            elif name in (MP_PATHS_ACTIVE, MP_PATHS_FAILED):
-                mp = labels.get("device", "").strip()
-                if mp:
-                    mp_counts[mp][name] = _usable(name, labels, s.value)
-            elif name == QUEUE_DEPTH:
-                dev = labels.get("device", "").strip()
-                depth = _usable(name, labels, s.value)
-                if dev and depth >= 1:
-                    out.queue_depth[dev] = int(depth)
-            elif name == ACCESS_STATE:
-                dev = labels.get("device", "").strip()
-                if dev and _usable(name, labels, s.value) >= 1:
-                    out.access[dev] = labels.get("state", "").strip().lower()
-            elif name == NVME_INFO:
-                ctrl = labels.get("device", "").strip()
-                if ctrl:
-                    out.nvme_state[ctrl] = labels.get("state", "").strip().lower()
-            elif name == NVME_SUBSYS_NS:
-                dev, sub = labels.get("device", "").strip(), labels.get("subsystem", "").strip()
-                if dev and sub:
-                    out.nvme_subsys[dev] = sub
-            elif name == NVME_SUBSYS_PATH_STATE:
-                sub, ctrl = labels.get("subsystem", "").strip(), labels.get("controller", "").strip()
-                if sub and ctrl:
-                    current = _usable(name, labels, s.value) >= 1
-                    if current or ctrl not in out.nvme_paths[sub]:
-                        out.nvme_paths[sub][ctrl] = labels.get("state", "").strip().lower() if current else ""
+    for name, labels, value in samples:
+        fld = _FIELDS.get(name)
+        if fld is not None:
+            dev = labels.get("device", "").strip()
+            if dev:
+                out.stats[dev][fld] = _usable(name, labels, value)
+        elif name == DISK_INFO:
+            dev = labels.get("device", "").strip()
+            if dev:
+                out.info[dev] = dict(labels)
+        elif name == DM_INFO:
+            dev = labels.get("device", "").strip()
+            if dev:
+                out.dm[dev] = (labels.get("name", "").strip(), labels.get("uuid", "").strip())
+        elif name == MP_INFO:
+            mp = labels.get("device", "").strip()
+            if mp:
+                m = out.maps.setdefault(mp, MultipathMap(mp, "", ""))
+                m.sysfs = labels.get("sysfs_name", "").strip()
+                m.wwid = normalize_wwid(labels.get("uuid", ""))
+        elif name == MP_PATH_STATE:
+            mp, path = labels.get("device", "").strip(), labels.get("path", "").strip()
+            if mp and path and _usable(name, labels, value) >= 1:
+                out.maps.setdefault(mp, MultipathMap(mp, "", "")).states[path] = (
+                    labels.get("state", "").strip().lower()
+                )
+        elif name in (MP_PATHS_ACTIVE, MP_PATHS_FAILED):
+            mp = labels.get("device", "").strip()
+            if mp:
+                mp_counts[mp][name] = _usable(name, labels, value)
+        elif name == QUEUE_DEPTH:
+            dev = labels.get("device", "").strip()
+            depth = _usable(name, labels, value)
+            if dev and depth >= 1:
+                out.queue_depth[dev] = int(depth)
+        elif name == ACCESS_STATE:
+            dev = labels.get("device", "").strip()
+            if dev and _usable(name, labels, value) >= 1:
+                out.access[dev] = labels.get("state", "").strip().lower()
+        elif name == NVME_INFO:
+            ctrl = labels.get("device", "").strip()
+            if ctrl:
+                out.nvme_state[ctrl] = labels.get("state", "").strip().lower()
+        elif name == NVME_SUBSYS_NS:
+            dev, sub = labels.get("device", "").strip(), labels.get("subsystem", "").strip()
+            if dev and sub:
+                out.nvme_subsys[dev] = sub
+        elif name == NVME_SUBSYS_PATH_STATE:
+            sub, ctrl = labels.get("subsystem", "").strip(), labels.get("controller", "").strip()
+            if sub and ctrl:
+                current = _usable(name, labels, value) >= 1
+                if current or ctrl not in out.nvme_paths[sub]:
+                    out.nvme_paths[sub][ctrl] = labels.get("state", "").strip().lower() if current else ""
     for mp, counts in mp_counts.items():
         found = out.maps.get(mp)
         if found is not None:

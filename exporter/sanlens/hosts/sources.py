@@ -48,7 +48,11 @@ class HostSource:
 
     def poll(self) -> Snapshot:
         ts, readings, rates, interval = self.read()
-        mappings: dict[str, DiskMapping] = {
+        return self.cooker.cook(ts, readings, self.mappings(readings), rates, interval)
+
+    def mappings(self, readings: list[DiskReading]) -> dict[str, DiskMapping]:
+        """Each disk's ONTAP LUN: by serial or WWID, or as the config maps it."""
+        return {
             r.disk: resolve(
                 self.target,
                 self.directory,
@@ -63,7 +67,6 @@ class HostSource:
             )
             for r in readings
         }
-        return self.cooker.cook(ts, readings, mappings, rates, interval)
 
     def close(self) -> None:
         pass
@@ -197,6 +200,10 @@ def make_host_source(target: HostTarget, directory: LunDirectory) -> Source:
         from sanlens.hosts.winrm import WinRMSource
 
         return WinRMSource(target, directory)
+    if target.source == "prometheus":
+        from sanlens.hosts.prometheus_source import PrometheusHostSource
+
+        return PrometheusHostSource(target, directory)
     if target.source == "perfmon":
         from sanlens.hosts.perfmon_source import PerfmonSource
 

@@ -39,6 +39,7 @@ from sanlens.ontap.inputs import status
 from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_static
 from sanlens.ontap.views import build_view
 
+CLUSTER_INFO_HELP = "ONTAP cluster, version, personality (unified or asa-r2) and collection path (tables, statistics or harvest)."
 log = logging.getLogger(__name__)
 
 INVENTORY_EVERY = 300.0  # seconds between full inventory refreshes
@@ -368,7 +369,7 @@ class OntapSource:
         b.add(
             "sanlens_ontap_cluster_info",
             "gauge",
-            "ONTAP cluster, version, personality (unified or asa-r2) and collection path (tables or statistics).",
+            CLUSTER_INFO_HELP,
             {
                 "cluster": c,
                 "version": str(v or ""),

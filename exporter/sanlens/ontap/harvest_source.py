@@ -7,7 +7,8 @@ its last poll. This source reads them with one instant query per object kind (a 
 regex batched by the cluster's label), builds the same ``OntapView`` the REST collector builds,
 and publishes the LUNs to the host join by the serial Harvest exports as ``serial_hex``.
 
-Its ``/metrics`` part is empty: the series are already in Prometheus.
+Its ``/metrics`` part is the cluster's identity (``sanlens_ontap_cluster_info``) only: the series
+are already in Prometheus.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from sanlens.model import (
     DiskStats,
     FcPortStats,
     LunStats,
+    MetricBuilder,
     NodeStats,
     OntapVersion,
     OntapView,
@@ -31,6 +33,7 @@ from sanlens.model import (
     VolumeStats,
 )
 from sanlens.ontap.client import OntapClient
+from sanlens.ontap.collector import CLUSTER_INFO_HELP
 from sanlens.ontap.inputs import harvest_status
 
 log = logging.getLogger(__name__)
@@ -95,18 +98,33 @@ class HarvestSource:
         self.directory.publish(
             self.name, [LunIdentity(self.name, x.svm, x.volume, x.lun, x.serial, x.node) for x in luns]
         )
+        version = _version(node)
         view = OntapView(
             self.name,
             now,
             self.interval,
-            _version(node),
+            version,
             tuple(luns),
             _volumes(self.name, vol),
             _nodes(self.name, node),
             disks=_disks(self.name, disk),
             fc_ports=_ports(self.name, fcp, self.interval / float(self.target.harvest_data_interval)),
         )
-        return Snapshot(self.name, "ontap", now, (), view, inputs=harvest_status())
+        # the cluster's identity, so the dashboards' cluster variable and version ceilings find it
+        b = MetricBuilder()
+        b.add(
+            "sanlens_ontap_cluster_info",
+            "gauge",
+            CLUSTER_INFO_HELP,
+            {
+                "cluster": self.name,
+                "version": str(version or ""),
+                "personality": "unified",
+                "collection": "harvest",
+            },
+            1,
+        )
+        return Snapshot(self.name, "ontap", now, b.build(), view, inputs=harvest_status())
 
 
 def _quote(v: str) -> str:
