@@ -51,6 +51,7 @@ bench: venv
 	$(BIN)/python bench/serve_scale.py
 	$(BIN)/python bench/poll_scale.py
 	$(BIN)/python bench/perfmon_parse.py
+	$(BIN)/python bench/engine_cost.py
 
 # requirements/*.txt from pyproject.toml and requirements/*.in, resolved as of requirements/EXCLUDE_NEWER
 lock: venv

@@ -159,8 +159,8 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
         def findings(self) -> list[dict]:
             return [{"id": "cpu_domain_serial_bottleneck", "subject": {"node": "sysstat-M"}, "state": 2}]
 
-        def subject_states(self, diagnosis: str) -> dict[str, int]:
-            return {"offline/sysstat-M": 2} if diagnosis == "cpu_domain_serial_bottleneck" else {}
+        def judged(self) -> dict[str, dict[str, int]]:
+            return {"cpu_domain_serial_bottleneck": {"offline/sysstat-M": 2}}
 
     monkeypatch.setattr(diagnoses, "Engine", FakeEngine)
     out, _ = analyze_json(capsys, str(DATA / "sysstat-M.txt"), "--interval", "1")

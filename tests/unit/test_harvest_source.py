@@ -111,3 +111,19 @@ def test_a_query_the_api_refuses_fails_the_poll_with_its_message() -> None:
     src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), LunDirectory())
     with pytest.raises(SourceError, match="parse error"):
         src.poll()
+
+
+def test_each_kind_is_one_query_aggregated_to_the_labels_read() -> None:
+    """The API answers only the labels sanlens reads: Harvest's info families carry up to 29."""
+    from sanlens.ontap.harvest_source import LUN, READ_BY, query_of
+
+    q = query_of(LUN, 'cluster="c1"')
+    assert q.startswith('max by (__name__, svm, volume, lun) ({__name__=~"lun_read_ops|')
+    assert "lun_labels|" not in q and '|lun_labels"' not in q, (
+        "the info family is read apart, by its own labels"
+    )
+    assert (
+        'label_replace(max by (svm, volume, lun, qtree, node, serial_hex, state) (lun_labels{cluster="c1"})'
+        in q
+    )
+    assert q.count('cluster="c1"') == 2 and READ_BY[LUN][1] == "lun_labels"

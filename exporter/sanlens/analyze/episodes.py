@@ -34,8 +34,9 @@ class Recorder:
 
     def observe(self, engine: Engine, now: float) -> None:
         self.updates += 1
+        judged = engine.judged()
         for did, subjects in self.judged.items():
-            subjects.update(engine.subject_states(did))
+            subjects.update(judged.get(did, ()))
         for f in engine.findings():
             key = (str(f["id"]), _subject_key(f))
             ep = self.episodes.get(key)

@@ -90,6 +90,9 @@ def _eta_text(eta: float | None) -> str:
     return f"ETA {eta / 60:.0f} min"
 
 
+READS = frozenset({"ontap", "history"})
+
+
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     t = th[ID]
     out: list[Observation] = []

@@ -50,6 +50,8 @@ class Observation(NamedTuple):
 
 def num(x: float | None) -> float | None:
     """A finite float, or None (NaN and inf are missing data)."""
+    if type(x) is float:  # the common case, millions of times per analyze: no conversion, no call
+        return x if x - x == 0.0 else None  # inf - inf and nan - nan are nan
     if x is None or isinstance(x, bool):
         return None
     try:
@@ -60,22 +62,27 @@ def num(x: float | None) -> float | None:
 
 
 def total(*xs: float | None) -> float | None:
-    vals = [v for v in (num(x) for x in xs) if v is not None]
-    return sum(vals) if vals else None
+    out: float | None = None
+    for x in xs:
+        v = num(x)
+        if v is not None:
+            out = v if out is None else out + v
+    return out
 
 
 def weighted_latency(
     r_iops: float | None, w_iops: float | None, r_lat: float | None, w_lat: float | None
 ) -> float | None:
     """IOPS-weighted mean of read and write latency (seconds); None without data."""
-    pairs = [(num(i), num(lat)) for i, lat in ((r_iops, r_lat), (w_iops, w_lat))]
-    known = [(i or 0.0, lat) for i, lat in pairs if lat is not None]
-    if not known:
+    rl, wl = num(r_lat), num(w_lat)
+    if rl is None and wl is None:
         return None
-    ops = sum(i for i, _ in known)
+    ri = (num(r_iops) or 0.0) if rl is not None else 0.0
+    wi = (num(w_iops) or 0.0) if wl is not None else 0.0
+    ops = ri + wi
     if ops <= 0:
-        return max(lat for _, lat in known)
-    return sum(i * lat for i, lat in known) / ops
+        return max(v for v in (rl, wl) if v is not None)
+    return ((ri * rl if rl is not None else 0.0) + (wi * wl if wl is not None else 0.0)) / ops
 
 
 def worst_latency(
@@ -118,6 +125,9 @@ def _subject_labels(key: tuple[str, ...], **kw: str) -> dict[str, str]:
 def disk_labels(d: HostDiskStats) -> dict[str, str]:
     """The labels of a host disk subject (a shared dict: never modify it)."""
     key = ("disk", d.host, d.disk, d.cluster, d.svm, d.volume, d.lun)
+    hit = _SUBJECT_LABELS.get(key)
+    if hit is not None:
+        return hit
     return _subject_labels(
         key, host=d.host, disk=d.disk, cluster=d.cluster, svm=d.svm, volume=d.volume, lun=d.lun
     )
@@ -130,6 +140,9 @@ def lun_labels(lun: LunStats) -> dict[str, str]:
     change would restart the alert's ``for:``; the engine shows it on
     ``sanlens_diagnosis_location_info`` instead."""
     key = ("lun", lun.cluster, lun.svm, lun.volume, lun.lun)
+    hit = _SUBJECT_LABELS.get(key)
+    if hit is not None:
+        return hit
     return _subject_labels(key, cluster=lun.cluster, svm=lun.svm, volume=lun.volume, lun=lun.lun)
 
 

@@ -144,5 +144,8 @@ def _one(node: NodeStats, th: Thresholds) -> Observation:
     )
 
 
+READS = frozenset({"ontap"})
+
+
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     return [_one(n, th) for n in ctx.nodes()]

@@ -121,6 +121,9 @@ def imbalance(disks: list[DiskStats]) -> dict[str, float | None]:
     return out
 
 
+READS = frozenset({"ontap"})
+
+
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     t = th[ID]
     out: list[Observation] = []

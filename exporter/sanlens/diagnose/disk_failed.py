@@ -28,6 +28,9 @@ SPEC = DiagnosisSpec(
 ID = SPEC.id
 
 
+READS = frozenset({"ontap"})
+
+
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     out = []
     for view in ctx.ontap.values():

@@ -31,6 +31,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from sanlens.config import Config, DiagnoseConfig
@@ -41,6 +42,10 @@ from sanlens.diagnose.history import History
 from sanlens.diagnose.registry import MODULES, REGISTRY, SEVERITY, relax, resolve, windows
 from sanlens.freshness import stale_after
 from sanlens.model import HostView, Metric, MetricBuilder, OntapView, Snapshot, iso_utc
+
+# every kind of input a diagnosis may read of the Context (a module's READS names a subset); "mapping"
+# is the hosts' Context.mapped_luns alone
+ALL_INPUTS = frozenset({"ontap", "hosts", "history", "mapping"})
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +156,7 @@ class Engine:
         self._metrics: tuple[Metric, ...] | None = None
 
     def _configure(self, cfg: DiagnoseConfig) -> None:
+        self._memo: dict[tuple[str, int, str], tuple[tuple[Any, ...], list[Observation]]] = {}
         self._cfg = cfg
         self._th = resolve(cfg)  # raises ConfigError on a bad override
         self._relaxed = relax(self._th)
@@ -259,19 +265,59 @@ class Engine:
         for name in self._stale_sources():
             self._drop_source(name)
 
+    def _inputs(self, ctx: Context) -> dict[str, tuple[Any, ...]]:
+        """What each kind of Context input is now, by identity: a new poll is a new view object.
+        The views themselves are kept with it, so no id is reused while a memo holds it.
+        ``mapping`` is the hosts' LUN mapping alone (which LUN each disk is, and its data class):
+        it changes far less often than the hosts' counters."""
+        return {
+            "ontap": tuple((n, id(v), v) for n, v in self._ontap.items()),
+            "hosts": tuple((n, id(v), v) for n, v in self._hosts.items()),
+            "history": (self._history.generation,),
+            "mapping": tuple((k, d.data_class) for k, d in ctx.mapped_luns.items()),
+        }
+
+    def _observe(
+        self, mod: Any, ctx: Context, th: Any, which: str, inputs: dict[str, tuple[Any, ...]]
+    ) -> list[Observation]:
+        """A diagnosis's observations, judged again only for the parts whose inputs changed: at 10,000
+        LUNs the LUN and volume ceilings cost more than every host-side diagnosis together, and a
+        host's poll changes none of their ONTAP inputs. Observations are pure functions of the views,
+        the history and the thresholds (the engine's clock steps the tracks, not the diagnoses)."""
+        parts = getattr(mod, "PARTS", None) or ((mod.evaluate, getattr(mod, "READS", ALL_INPUTS)),)
+        out: list[Observation] = []
+        for i, (part, reads) in enumerate(parts):
+            key = (mod.SPEC.id, i, which)
+            stamp = tuple(inputs[r] for r in sorted(reads))
+            hit = self._memo.get(key)
+            if hit is not None and hit[0] == stamp:
+                out += hit[1]
+                continue
+            obs = part(ctx, th)
+            self._memo[key] = (stamp, obs)
+            out += obs
+        self._memo_used.update((mod.SPEC.id, i, which) for i in range(len(parts)))
+        return out
+
     def _evaluate(self) -> None:
         now = self._now
         ctx = Context(now, self._ontap, self._hosts, self._history, self._cfg.backend_iops_capacity)
+        inputs = self._inputs(ctx)
+        self._memo_used: set[tuple[str, int, str]] = set()
         seen: set[tuple[str, str]] = set()
         counts = {mod.SPEC.id: [0, 0, 0] for mod in MODULES}
         evaluated: dict[str, dict[str, int]] = {mod.SPEC.id: {} for mod in MODULES}
         for mod in MODULES:
             did = mod.SPEC.id
             try:
-                strict: list[Observation] = mod.evaluate(ctx, self._th)
+                strict: list[Observation] = self._observe(mod, ctx, self._th, "strict", inputs)
                 # relaxed thresholds only hold a state up: judge with them only when one is up
                 held = any(t.state > 0 and t.id == did for t in self._tracks.values())
-                relaxed = {o.key: o.level for o in mod.evaluate(ctx, self._relaxed)} if held else {}
+                relaxed = (
+                    {o.key: o.level for o in self._observe(mod, ctx, self._relaxed, "relaxed", inputs)}
+                    if held
+                    else {}
+                )
             except Exception:  # one broken diagnosis must not blind the others
                 log.exception("diagnosis %s failed", did)
                 seen.update(k for k in self._tracks if k[0] == did)
@@ -311,6 +357,9 @@ class Engine:
             # missing from this evaluation only: its state (and series) holds, its windows wait
             counts[tr.id][tr.state] += 1
             evaluated[tr.id][tr.key] = tr.state
+        # a memo not used now (relaxed thresholds no longer needed) must not keep old views alive
+        for key in [k for k in self._memo if k not in self._memo_used]:
+            del self._memo[key]
         self._progress = background_operation_impact.progress_samples(ctx)
         self._attribution = attribute(
             (Seen(t.id, t.key, t.labels, t.state, t.level, t.score) for t in self._tracks.values()),
@@ -331,8 +380,12 @@ class Engine:
 
     # ------------------------------------------------------------ reading
     def findings(self) -> list[dict[str, Any]]:
-        """Current non-ok findings in the /diagnoses JSON shape, worst first."""
-        return copy.deepcopy(self._findings)
+        """Current non-ok findings in the /diagnoses JSON shape, worst first.
+
+        Each evaluation builds new findings and never touches them again, so a reader gets them
+        without a deep copy (``analyze`` reads them after each of thousands of evaluations): the
+        list and each finding are the reader's own; the values inside are shared, read them only."""
+        return [dict(f) for f in self._findings]
 
     def metrics(self) -> tuple[Metric, ...]:
         """The engine's families, built on first read after an update (``analyze`` feeds many
@@ -341,6 +394,11 @@ class Engine:
             if self._metrics is None:
                 self._metrics = self._build_metrics()
             return self._metrics
+
+    def judged(self) -> Mapping[str, Mapping[str, int]]:
+        """Every diagnosis's judged subjects and their states at the last evaluation, read-only and
+        uncopied (each evaluation builds a new one): what ``subject_states`` gives, for all at once."""
+        return MappingProxyType(self._evaluated)
 
     def subject_states(self, diagnosis: str) -> dict[str, int]:
         """State of every subject the diagnosis judged at the last update, ok ones included

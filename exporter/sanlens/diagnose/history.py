@@ -78,6 +78,7 @@ class History:
         self._baseline: dict[tuple[str, str, str], deque[float]] = {}
         self._progress: dict[OpKey, deque[tuple[float, float]]] = {}
         self._first_seen: dict[OpKey, float] = {}
+        self.generation = 0  # moves whenever what the diagnoses read here may have changed
 
     # ---------------------------------------------------------------- feed
     def add_host(self, view: HostView) -> None:
@@ -85,6 +86,7 @@ class History:
         one is megabytes), only the few numbers the diagnoses read back."""
 
     def add_ontap(self, view: OntapView) -> None:
+        self.generation += 1
         if view.version is not None:
             self._versions[view.cluster] = view.version
         ops = active_ops(view)
@@ -120,6 +122,7 @@ class History:
             self._progress.pop(k, None)
 
     def forget(self, source: str) -> None:
+        self.generation += 1
         self._versions.pop(source, None)
         for key in [k for k in self._baseline if k[0] == source]:
             del self._baseline[key]

@@ -42,6 +42,9 @@ SPEC = DiagnosisSpec(
 ID = SPEC.id
 
 
+READS = frozenset({"hosts"})
+
+
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     out = []
     for d in ctx.host_disks():

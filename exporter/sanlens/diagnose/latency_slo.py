@@ -128,6 +128,11 @@ def _advice(level: int, what: str, lat: float | None, op: str, cls: str, crit: f
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
+    return [o for part, _reads in PARTS for o in part(ctx, th)]
+
+
+def evaluate_disks(ctx: Context, th: Thresholds) -> list[Observation]:
+    """Every host disk against its data class's objective."""
     out: list[Observation] = []
     min_iops = th[ID]["min_iops"]
     for d in ctx.host_disks():
@@ -146,6 +151,14 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
                 _advice(level or 0, f"Host {d.host} disk {d.disk}", lat, op, d.data_class, crit),
             )
         )
+    return out
+
+
+def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
+    """Every LUN against the objective of the class of the host disk on it: ONTAP's view and the hosts'
+    mapping, not their counters, so a host's poll does not judge 10,000 LUNs again."""
+    out: list[Observation] = []
+    min_iops = th[ID]["min_iops"]
     for lun in ctx.luns():
         mapped = ctx.mapped_luns.get((lun.cluster, lun.svm, lun.lun))
         cls = mapped.data_class if mapped else "data"
@@ -173,3 +186,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
             )
         )
     return out
+
+
+# the parts of evaluate() and what each reads of the Context, in the order their subjects are judged
+PARTS = ((evaluate_disks, frozenset({"hosts"})), (evaluate_luns, frozenset({"ontap", "mapping"})))

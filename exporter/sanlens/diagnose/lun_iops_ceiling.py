@@ -84,12 +84,24 @@ def judge(
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
+    return [o for part, _reads in PARTS for o in part(ctx, th)]
+
+
+def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
+    """Every LUN against its ceiling: ONTAP's view alone, not judged again when only a host polled."""
     t = th[ID]
     out: list[Observation] = []
     for lun in ctx.luns():
         iops = total(lun.read_iops, lun.write_iops, lun.other_iops)
         level, score, ev, advice = judge(iops, ctx.version(lun.cluster), t, f"LUN {lun.lun} on {lun.cluster}")
         out.append(of_lun(ID, lun, level, score, {"lun_" + k: v for k, v in ev.items()}, advice))
+    return out
+
+
+def evaluate_disks(ctx: Context, th: Thresholds) -> list[Observation]:
+    """Host disks whose LUN no cluster view holds, against the same ceiling."""
+    t = th[ID]
+    out: list[Observation] = []
     for d in ctx.host_disks():
         if ctx.lun_of(d) is not None or not ctx.san_disk(d):
             continue  # the LUN itself is the subject; a local disk is no LUN to spread
@@ -102,3 +114,10 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
             )
         )
     return out
+
+
+# the parts of evaluate() and what each reads of the Context, in the order their subjects are judged
+PARTS = (
+    (evaluate_luns, frozenset({"ontap", "history"})),
+    (evaluate_disks, frozenset({"ontap", "hosts", "history"})),
+)

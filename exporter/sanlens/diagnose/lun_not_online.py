@@ -50,6 +50,9 @@ SPEC = DiagnosisSpec(
 ID = SPEC.id
 
 
+READS = frozenset({"ontap"})
+
+
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     limit = th[ID]["volume_used_ratio"]
     out = []

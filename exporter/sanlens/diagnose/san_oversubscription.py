@@ -234,6 +234,9 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     return Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice)
 
 
+READS = frozenset({"ontap", "hosts"})
+
+
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     return [_one(ctx, d, th) for d in ctx.host_disks() if ctx.san_disk(d)]
 

@@ -85,6 +85,9 @@ SPEC = DiagnosisSpec(
 ID = SPEC.id
 
 
+READS = frozenset({"ontap"})
+
+
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     t = th[ID]
     out: list[Observation] = []

@@ -101,6 +101,11 @@ def _judge(
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
+    return [o for part, _reads in PARTS for o in part(ctx, th)]
+
+
+def evaluate_volumes(ctx: Context, th: Thresholds) -> list[Observation]:
+    """Every volume against its ceiling: ONTAP's view alone, not judged again when only a host polled."""
     t = th[ID]
     out: list[Observation] = []
     for v in ctx.volumes():
@@ -113,6 +118,13 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
         # identity only: a volume move changes its aggregate and node (sanlens_diagnosis_location_info)
         lv = labels(cluster=v.cluster, svm=v.svm, volume=v.volume)
         out.append(Observation(ID, volume_key(v.cluster, v.svm, v.volume), lv, level, score, ev, advice))
+    return out
+
+
+def evaluate_host_volumes(ctx: Context, th: Thresholds) -> list[Observation]:
+    """Volumes no cluster view holds, from the IOPS of the host disks on their LUNs."""
+    t = th[ID]
+    out: list[Observation] = []
     sums: dict[tuple[str, str, str], list[float | None]] = {}
     for d in ctx.host_disks():
         if not d.volume or ctx.volume(d.cluster, d.svm, d.volume) is not None:
@@ -127,3 +139,10 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
         lv = labels(cluster=cluster, svm=svm, volume=volume)
         out.append(Observation(ID, volume_key(cluster, svm, volume), lv, level, score, ev, advice))
     return out
+
+
+# the parts of evaluate() and what each reads of the Context, in the order their subjects are judged
+PARTS = (
+    (evaluate_volumes, frozenset({"ontap", "history"})),
+    (evaluate_host_volumes, frozenset({"ontap", "hosts", "history"})),
+)

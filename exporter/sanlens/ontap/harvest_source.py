@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable
 
 from sanlens.config import OntapTarget
 from sanlens.errors import SourceError
@@ -49,6 +48,17 @@ FCP = ("fcp_read_data", "fcp_write_data", "fcp_queue_full")
 # per-disk busy: Harvest's Disk plugin exports it by RAID group (raid_disk_busy), not as disk_busy
 DISK = ("raid_disk_busy",)
 Sample = tuple[dict[str, str], float]
+# Per object kind: the labels its gauges are read by, its info family and the info labels read. The
+# queries aggregate to these (``max by``), so the API answers only them: Harvest's info families carry
+# up to 29 labels (volume_labels), every series its cluster, datacenter, job and instance too, and a
+# second Harvest poller or scrape job for the same cluster folds into one series.
+READ_BY: dict[tuple[str, ...], tuple[str, str, str]] = {
+    LUN: ("svm, volume, lun", "lun_labels", "svm, volume, lun, qtree, node, serial_hex, state"),
+    VOLUME: ("svm, volume, aggr, node, style", "volume_labels", "svm, volume, aggr, node, style"),
+    NODE: ("node, metric", "node_labels", "node, model, version"),
+    FCP: ("node, port, speed", "", ""),
+    DISK: ("node, aggr, plex, raid, disk", "", ""),
+}
 
 
 class HarvestSource:
@@ -74,9 +84,9 @@ class HarvestSource:
     def abort(self) -> None:
         self.client.abort()
 
-    def _query(self, names: Iterable[str]) -> dict[str, list[Sample]]:
-        """One instant query for several families of this cluster, split back by family."""
-        q = f'{{__name__=~"{"|".join(names)}", {self.selector}}}'
+    def _query(self, names: tuple[str, ...]) -> dict[str, list[Sample]]:
+        """One instant query for one object kind of this cluster, split back by family."""
+        q = query_of(names, self.selector)
         doc = self.client.get("/api/v1/query", {"query": q})
         self.queries += 1
         if doc.get("status") != "success":
@@ -125,6 +135,16 @@ class HarvestSource:
             1,
         )
         return Snapshot(self.name, "ontap", now, b.build(), view, inputs=harvest_status())
+
+
+def query_of(names: tuple[str, ...], selector: str) -> str:
+    """The gauges of one object kind and its info family, each aggregated to the labels read."""
+    keys, info, info_keys = READ_BY[names]
+    gauges = "|".join(n for n in names if n != info)
+    q = f'max by (__name__, {keys}) ({{__name__=~"{gauges}", {selector}}})'
+    if info:
+        q += f' or label_replace(max by ({info_keys}) ({info}{{{selector}}}), "__name__", "{info}", "", "")'
+    return q
 
 
 def _quote(v: str) -> str:

@@ -1,0 +1,152 @@
+"""The engine judges again only what changed: each diagnosis part reads only the inputs it declares,
+and a part whose inputs did not change is not called.
+
+The views are the simulator's ``mixed`` scenario (every field case at once) as the REST collector
+and the host sources cook them, so every diagnosis has subjects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from golden import Clock
+from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
+from sanlens.diagnose import lun_iops_ceiling, lun_not_online
+from sanlens.diagnose.base import Context
+from sanlens.diagnose.engine import ALL_INPUTS, Engine
+from sanlens.diagnose.registry import MODULES, relax, resolve
+from sanlens.hosts.sources import make_host_source
+from sanlens.join import LunDirectory
+from sanlens.model import Snapshot
+from sanlens.ontap.collector import OntapSource
+from sanlens.sim.server import Simulator
+
+T0 = 1_700_000_000.0
+
+
+@pytest.fixture(scope="module")
+def snapshots() -> list[Snapshot]:
+    """The second poll of the cluster and of every host of ``mixed``, a minute after the first."""
+    clock = Clock(T0)
+    with (
+        mock.patch("time.time", clock),
+        mock.patch("time.monotonic", clock),
+        Simulator(scenario="mixed", clock=clock) as sim,
+    ):
+        directory = LunDirectory()
+        sources: list[Any] = [OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), directory)]
+        sources += [make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics"), directory)
+                    for h in sim.hosts]  # fmt: skip
+        sources += [make_host_source(HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics"),
+                                     directory) for h in sim.linux_hosts]  # fmt: skip
+        for src in sources:
+            src.poll()
+        clock.t += 60.0
+        snaps = [src.poll() for src in sources]
+        for src in sources:
+            src.close()
+    return snaps
+
+
+class Forbidden(Mapping[str, Any]):
+    """An input a part did not declare: any use of it fails the test."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _no(self) -> AssertionError:
+        return AssertionError(f"reads {self.name}, which it does not declare")
+
+    def __getitem__(self, key: str) -> Any:
+        raise self._no()
+
+    def __iter__(self) -> Iterator[str]:
+        raise self._no()
+
+    def __len__(self) -> int:
+        raise self._no()
+
+    def __getattr__(self, attr: str) -> Any:
+        raise self._no()
+
+
+def parts() -> list[tuple[str, Any, frozenset[str]]]:
+    out = []
+    for mod in MODULES:
+        found = getattr(mod, "PARTS", None) or ((mod.evaluate, getattr(mod, "READS", ALL_INPUTS)),)
+        out += [(f"{mod.SPEC.id}[{i}]", fn, reads) for i, (fn, reads) in enumerate(found)]
+    return out
+
+
+@pytest.mark.parametrize(("name", "part", "reads"), parts(), ids=[p[0] for p in parts()])
+def test_each_part_reads_only_what_it_declares(
+    snapshots: list[Snapshot], name: str, part: Any, reads: frozenset[str]
+) -> None:
+    engine = Engine(DiagnoseConfig())
+    for s in snapshots:
+        engine.update(s)
+    full = Context(engine._now, engine._ontap, engine._hosts, engine._history)
+    narrow = Context(
+        engine._now,
+        engine._ontap if "ontap" in reads else Forbidden("ontap"),
+        engine._hosts if "hosts" in reads else Forbidden("hosts"),
+        engine._history if "history" in reads else Forbidden("history"),  # type: ignore[arg-type]
+    )
+    if "mapping" in reads and "hosts" not in reads:
+        narrow.__dict__["mapped_luns"] = full.mapped_luns  # the hosts' mapping, and nothing else of them
+    assert reads <= ALL_INPUTS
+    th = resolve(DiagnoseConfig())
+    for thresholds in (th, relax(th)):
+        assert part(narrow, thresholds) == part(full, thresholds), name
+
+
+def test_a_host_poll_does_not_judge_the_ontap_only_parts_again(snapshots: list[Snapshot]) -> None:
+    calls = {"lun_not_online": 0, "lun_iops_ceiling luns": 0, "lun_iops_ceiling disks": 0}
+    real = (lun_not_online.evaluate, lun_iops_ceiling.evaluate_luns, lun_iops_ceiling.evaluate_disks)
+
+    def counting(name: str, fn: Any) -> Any:
+        def wrapped(ctx: Context, th: Any) -> Any:
+            calls[name] += 1
+            return fn(ctx, th)
+
+        return wrapped
+
+    ontap = next(s for s in snapshots if s.kind == "ontap")
+    host = next(s for s in snapshots if s.kind == "host")
+    with (
+        mock.patch.object(lun_not_online, "evaluate", counting("lun_not_online", real[0])),
+        mock.patch.object(lun_iops_ceiling, "PARTS", (
+            (counting("lun_iops_ceiling luns", real[1]), lun_iops_ceiling.PARTS[0][1]),
+            (counting("lun_iops_ceiling disks", real[2]), lun_iops_ceiling.PARTS[1][1]),
+        )),
+    ):  # fmt: skip
+        engine = Engine(DiagnoseConfig())
+        for s in snapshots:
+            engine.update(s)
+        before = dict(calls)
+        assert all(n >= 1 for n in before.values()), before
+        # the same host polled again: a new view object, the cluster's unchanged
+        engine.update(replace(host, view=replace(host.view, timestamp=host.view.timestamp + 15)))
+        assert calls["lun_not_online"] == before["lun_not_online"]
+        assert calls["lun_iops_ceiling luns"] == before["lun_iops_ceiling luns"]
+        assert calls["lun_iops_ceiling disks"] == before["lun_iops_ceiling disks"] + 1
+        engine.update(replace(ontap, view=replace(ontap.view, timestamp=ontap.view.timestamp + 60)))
+        assert calls["lun_not_online"] == before["lun_not_online"] + 1
+        assert calls["lun_iops_ceiling luns"] == before["lun_iops_ceiling luns"] + 1
+
+
+def test_findings_are_the_readers_own_list_and_dicts(snapshots: list[Snapshot]) -> None:
+    engine = Engine(DiagnoseConfig(sustain_scale=0.0))
+    for s in snapshots:
+        engine.update(s)
+    first = engine.findings()
+    assert first, "mixed has findings"
+    first[0]["state"] = -1
+    first.clear()
+    again = engine.findings()
+    assert again and again[0]["state"] > 0
