@@ -11,57 +11,22 @@ rates and latencies within 1 %, and the same findings on the same subjects.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
-from unittest import mock
 
 import pytest
 
 from conftest import ROOT
 from harness import Harness, harness  # noqa: F401  (fixture)
-from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
-from sanlens.diagnose.engine import Engine
-from sanlens.hosts.sources import make_host_source
-from sanlens.join import LunDirectory, LunIdentity
-from sanlens.model import OntapView, Snapshot
-from sanlens.ontap.collector import OntapSource
+from harvest_views import close, diagnose, rest_view
+from sanlens.config import Duration, OntapTarget
+from sanlens.join import LunDirectory
+from sanlens.model import OntapView
 from sanlens.ontap.harvest_source import HarvestSource
-from sanlens.sim.server import Simulator
 
 pytestmark = pytest.mark.e2e
 
 PAGE = ROOT / "tests" / "data" / "harvest" / "san-oversubscription.prom"
 SIDECAR = Path(str(PAGE) + ".json")
-T0 = 1_700_000_000.0
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def rest_view(scenario: str, knobs: dict[str, Any]) -> tuple[OntapView, str]:
-    """The REST collector's cooked view of the same simulated cluster (two polls a minute apart)."""
-    clock = Clock(T0)
-    with Simulator(scenario=scenario, clock=clock, **knobs) as sim:
-        src = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), LunDirectory())
-        src.clock = clock  # type: ignore[assignment]
-        src.poll()
-        clock.t += 60.0
-        view = src.poll().view
-        src.close()
-    assert isinstance(view, OntapView)
-    return view, sim.cluster_name
-
-
-def close(a: float | None, b: float | None, rel: float = 0.01) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a == pytest.approx(b, rel=rel, abs=1e-9)
 
 
 def test_harvests_series_through_prometheus_give_the_rest_collectors_view(harness: Harness) -> None:  # noqa: F811
@@ -84,7 +49,7 @@ def test_harvests_series_through_prometheus_give_the_rest_collectors_view(harnes
     harvest = src.poll().view
     src.close()
     assert isinstance(harvest, OntapView)
-    assert src.queries == 5, "one instant query per object kind, batched by cluster"
+    assert src.queries == 7, "one instant query per object kind, batched by cluster"
 
     luns = {(x.svm, x.lun): x for x in harvest.luns}
     assert set(luns) == {(x.svm, x.lun) for x in rest.luns}
@@ -136,40 +101,3 @@ def test_harvests_series_through_prometheus_give_the_rest_collectors_view(harnes
     for key, ev in found["rest"].items():
         for k, v in ev.items():
             assert close(found["harvest"][key].get(k), v), (key, k)
-
-
-def diagnose(
-    scenario: str, knobs: dict[str, Any], view: OntapView
-) -> dict[tuple[str, str], dict[str, float]]:
-    """Findings (id, subject) -> evidence of one engine fed ``view`` and the scenario's host views, the
-    hosts polled on the simulator's clock a minute apart."""
-    clock = Clock(T0)
-    with (
-        mock.patch("time.time", clock),
-        mock.patch("time.monotonic", clock),
-        Simulator(scenario=scenario, clock=clock, **knobs) as sim,
-    ):
-        directory = LunDirectory()
-        directory.publish(
-            view.cluster,
-            [LunIdentity(view.cluster, x.svm, x.volume, x.lun, x.serial, x.node) for x in view.luns],
-        )
-        hosts = [
-            make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics"), directory)
-            for h in sim.hosts
-        ]
-        engine = Engine(DiagnoseConfig(sustain_scale=0.0))
-        for i in range(4):
-            clock.t = T0 + 60.0 * i
-            engine.update(Snapshot(view.cluster, "ontap", clock.t, (), replace(view, timestamp=clock.t)))
-            for h in hosts:
-                engine.update(h.poll())
-        for h in hosts:
-            h.close()
-    return {
-        (f["id"], json.dumps(f["subject"], sort_keys=True)): {
-            k: v for k, v in f["evidence"].items() if isinstance(v, float)
-        }
-        for f in engine.findings()
-        if f["state"] > 0
-    }

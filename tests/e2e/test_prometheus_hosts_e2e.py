@@ -90,6 +90,9 @@ def test_hosts_read_through_prometheus_match_the_hosts_scraped(harness: Harness)
         ontap.close()
         for direct, via in pairs:
             assert via.queries == 3, "one instant query per host per poll"
+            print(
+                f"query budget: {via.name}: {via.queries} queries, {via.answered_bytes / via.queries:,.0f} bytes each"
+            )
             direct.close()
             via.close()
 

@@ -214,6 +214,9 @@ def record(monkeypatch: pytest.MonkeyPatch) -> Produced:
 
     for m in MODULES:
         monkeypatch.setattr(m, "evaluate", wrap(m.SPEC.id, m.evaluate))
+        parts = getattr(m, "PARTS", None)  # the engine judges such a module part by part
+        if parts:
+            monkeypatch.setattr(m, "PARTS", tuple((wrap(m.SPEC.id, fn), reads) for fn, reads in parts))
     return produced
 
 

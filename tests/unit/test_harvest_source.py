@@ -59,6 +59,66 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
                 25.0,
             )
         ),
+        "front": vector(
+            ({"__name__": "iscsi_lif_iscsi_read_ops", "svm": "s1", "lif": "iscsi1", "node": "n1"}, 5000.0),
+            ({"__name__": "iscsi_lif_avg_read_latency", "svm": "s1", "lif": "iscsi1", "node": "n1"}, 800.0),
+            ({"__name__": "iscsi_lif_read_data", "svm": "s1", "lif": "iscsi1", "node": "n1"}, 6.25e8),
+            (
+                {"__name__": "nvme_lif_read_ops", "svm": "s1", "lif": "nvme1", "node": "n1", "port": "e0e"},
+                100.0,
+            ),
+            (
+                {"__name__": "nvme_lif_read_ops", "svm": "s1", "lif": "nvmefc1", "node": "n1", "port": "0c"},
+                50.0,
+            ),
+            (
+                {
+                    "__name__": "lif_labels",
+                    "svm": "s1",
+                    "lif": "iscsi1",
+                    "node": "n1",
+                    "port": "e0d",
+                    "status": "up",
+                },
+                1.0,
+            ),
+            (
+                {
+                    "__name__": "lif_labels",
+                    "svm": "s1",
+                    "lif": "nvme1",
+                    "node": "n1",
+                    "port": "e0e",
+                    "status": "up",
+                },
+                1.0,
+            ),
+            ({"__name__": "net_port_labels", "node": "n1", "port": "e0d", "op_speed": "10000"}, 1.0),
+        ),
+        "ns": vector(
+            ({"__name__": "namespace_read_ops", "svm": "s1", "volume": "v2", "path": "/vol/v2/ns1"}, 300.0),
+            (
+                {
+                    "__name__": "namespace_avg_read_latency",
+                    "svm": "s1",
+                    "volume": "v2",
+                    "path": "/vol/v2/ns1",
+                },
+                250.0,
+            ),
+            (
+                {
+                    "__name__": "namespace_labels",
+                    "svm": "s1",
+                    "volume": "v2",
+                    "path": "/vol/v2/ns1",
+                    "uuid": "0d7e5d6c-1a2b-4c3d-9e8f-001122334455",
+                    "node": "n1",
+                    "state": "online",
+                },
+                1.0,
+            ),
+        ),
     }
 
     def answer(req: Any) -> tuple[int, dict[str, str], str]:
@@ -67,7 +127,9 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
 
         q = urllib.parse.parse_qs(urllib.parse.urlparse(req.url).query)["query"][0]
         assert 'cluster="c1"' in q and 'datacenter="dc1"' in q
-        kind = next(k for k in answers if f'"{k}_' in q or (k == "raid" and "raid_disk_busy" in q))
+        marker = {"lun": "lun_read_ops", "volume": "volume_read_ops", "node": "node_cpu_busy",
+                  "fcp": "fcp_read_data", "raid": "raid_disk_busy", "front": "iscsi_lif_", "ns": "namespace_read_ops"}  # fmt: skip
+        kind = next(k for k, m in marker.items() if f'"{m}' in q or f"|{m}" in q)
         return 200, {}, json.dumps(answers[kind])
 
     responses.add_callback(responses.GET, f"{PROM}/api/v1/query", callback=answer)
@@ -82,8 +144,17 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
     src = HarvestSource(target, directory)
     snap = src.poll()
     view = snap.view
-    assert src.queries == 5 and len(responses.calls) == 5
-    (x,) = view.luns
+    assert src.queries == 7 and len(responses.calls) == 7
+    x, nsp = view.luns
+    assert (nsp.kind, nsp.lun, nsp.volume, nsp.node) == ("namespace", "/vol/v2/ns1", "v2", "n1")
+    assert nsp.read_iops == 300.0 and nsp.read_latency_s == pytest.approx(250e-6)
+    found = directory.by_wwid("uuid.0d7e5d6c-1a2b-4c3d-9e8f-001122334455")
+    assert found is not None and found.kind == "namespace", "the namespace joins host namespaces by its UUID"
+    lifs = {lif.lif: lif for lif in view.lifs}
+    assert (lifs["iscsi1"].protocol, lifs["iscsi1"].port, lifs["iscsi1"].speed_gbps) == ("iscsi", "e0d", 10.0)
+    assert lifs["iscsi1"].read_latency_s == pytest.approx(800e-6) and lifs["iscsi1"].read_bytes_s == 6.25e8
+    assert lifs["nvme1"].protocol == "nvme_tcp" and lifs["nvmefc1"].protocol == "nvme_fc"
+    assert lifs["nvmefc1"].speed_gbps == 16.0, "an NVMe/FC LIF's speed is its FC port's"
     assert (x.lun, x.serial, x.node) == ("/vol/v1/lun0", "58PFhKjiU73c", "n1")
     assert x.read_iops == 210.0 and x.read_latency_s == pytest.approx(1e-3)  # microseconds per op
     assert view.version is not None and (view.version.major, view.version.minor) == (12, 1)
@@ -126,4 +197,4 @@ def test_each_kind_is_one_query_aggregated_to_the_labels_read() -> None:
         'label_replace(max by (svm, volume, lun, qtree, node, serial_hex, state) (lun_labels{cluster="c1"})'
         in q
     )
-    assert q.count('cluster="c1"') == 2 and READ_BY[LUN][1] == "lun_labels"
+    assert q.count('cluster="c1"') == 2 and READ_BY[LUN][1][0][0] == "lun_labels"

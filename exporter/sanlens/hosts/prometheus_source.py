@@ -96,6 +96,7 @@ class PrometheusHostSource(HttpScrapeSource):
         self.window = max(2.0 * self.interval, MIN_WINDOW_S)
         self.query = query_of(families, target.selector, self.window)
         self.queries = 0  # instant queries sent, for the query budget
+        self.answered_bytes = 0  # and the bytes the API answered them with
         self._scraped_at: float | None = None  # Prometheus's time of the scrape last cooked
         self._last: Snapshot | None = None
 
@@ -104,6 +105,7 @@ class PrometheusHostSource(HttpScrapeSource):
         url = f"{self.url}?{urlencode({'query': self.query})}"
         resp = self.fetch(url)
         self.queries += 1
+        self.answered_bytes += len(resp.content)
         where = safe_url(self.url)
         if resp.status_code != 200:
             raise SourceError(f"{where}: HTTP {resp.status_code}", reason="http")

@@ -23,6 +23,7 @@ from sanlens.join import LunDirectory, LunIdentity
 from sanlens.model import (
     DiskStats,
     FcPortStats,
+    LifStats,
     LunStats,
     MetricBuilder,
     NodeStats,
@@ -52,13 +53,32 @@ Sample = tuple[dict[str, str], float]
 # queries aggregate to these (``max by``), so the API answers only them: Harvest's info families carry
 # up to 29 labels (volume_labels), every series its cluster, datacenter, job and instance too, and a
 # second Harvest poller or scrape job for the same cluster folds into one series.
-READ_BY: dict[tuple[str, ...], tuple[str, str, str]] = {
-    LUN: ("svm, volume, lun", "lun_labels", "svm, volume, lun, qtree, node, serial_hex, state"),
-    VOLUME: ("svm, volume, aggr, node, style", "volume_labels", "svm, volume, aggr, node, style"),
-    NODE: ("node, metric", "node_labels", "node, model, version"),
-    FCP: ("node, port, speed", "", ""),
-    DISK: ("node, aggr, plex, raid, disk", "", ""),
+# iSCSI and NVMe-oF LIFs (Harvest's RestPerf ISCSI and NVMfLif objects) with the IP LIF inventory
+# (Rest LIF: the port each sits on) and the Ethernet ports' speeds (Rest NetPort, Mbit/s)
+FRONT = ("iscsi_lif_iscsi_read_ops", "iscsi_lif_iscsi_write_ops", "iscsi_lif_read_data", "iscsi_lif_write_data",
+         "iscsi_lif_avg_read_latency", "iscsi_lif_avg_write_latency", "nvme_lif_read_ops", "nvme_lif_write_ops",
+         "nvme_lif_read_data", "nvme_lif_write_data", "nvme_lif_avg_read_latency", "nvme_lif_avg_write_latency",
+         "lif_labels", "net_port_labels")  # fmt: skip
+# NVMe namespaces (RestPerf Namespace; Rest Namespace: the UUID that joins host namespaces)
+NAMESPACE = ("namespace_read_ops", "namespace_write_ops", "namespace_other_ops", "namespace_read_data",
+             "namespace_write_data", "namespace_avg_read_latency", "namespace_avg_write_latency",
+             "namespace_labels")  # fmt: skip
+READ_BY: dict[tuple[str, ...], tuple[str, tuple[tuple[str, str], ...]]] = {
+    LUN: ("svm, volume, lun", (("lun_labels", "svm, volume, lun, qtree, node, serial_hex, state"),)),
+    VOLUME: ("svm, volume, aggr, node, style", (("volume_labels", "svm, volume, aggr, node, style"),)),
+    NODE: ("node, metric", (("node_labels", "node, model, version"),)),
+    FCP: ("node, port, speed", ()),
+    DISK: ("node, aggr, plex, raid, disk", ()),
+    FRONT: (
+        "svm, lif, node, port",
+        (
+            ("lif_labels", "svm, lif, node, port, protocols, status"),
+            ("net_port_labels", "node, port, op_speed"),
+        ),
+    ),
+    NAMESPACE: ("svm, volume, path", (("namespace_labels", "svm, volume, path, uuid, node, state"),)),
 }
+KINDS = (LUN, VOLUME, NODE, FCP, DISK, FRONT, NAMESPACE)
 
 
 class HarvestSource:
@@ -103,10 +123,19 @@ class HarvestSource:
 
     def poll(self) -> Snapshot:
         now = time.time()
-        lun, vol, node, fcp, disk = (self._query(names) for names in (LUN, VOLUME, NODE, FCP, DISK))
+        lun, vol, node, fcp, disk, front, ns = (self._query(names) for names in KINDS)
         luns = _luns(self.name, lun)
+        namespaces, uuids = _namespaces(self.name, ns)
         self.directory.publish(
-            self.name, [LunIdentity(self.name, x.svm, x.volume, x.lun, x.serial, x.node) for x in luns]
+            self.name,
+            [LunIdentity(self.name, x.svm, x.volume, x.lun, x.serial, x.node) for x in luns]
+            + [
+                LunIdentity(
+                    self.name, x.svm, x.volume, x.lun, "", x.node, kind="namespace", uuid=uuids[x.svm, x.lun]
+                )
+                for x in namespaces
+                if uuids.get((x.svm, x.lun))
+            ],
         )
         version = _version(node)
         view = OntapView(
@@ -114,11 +143,12 @@ class HarvestSource:
             now,
             self.interval,
             version,
-            tuple(luns),
+            (*luns, *namespaces),
             _volumes(self.name, vol),
             _nodes(self.name, node),
             disks=_disks(self.name, disk),
             fc_ports=_ports(self.name, fcp, self.interval / float(self.target.harvest_data_interval)),
+            lifs=_lifs(self.name, front, fcp),
         )
         # the cluster's identity, so the dashboards' cluster variable and version ceilings find it
         b = MetricBuilder()
@@ -138,11 +168,12 @@ class HarvestSource:
 
 
 def query_of(names: tuple[str, ...], selector: str) -> str:
-    """The gauges of one object kind and its info family, each aggregated to the labels read."""
-    keys, info, info_keys = READ_BY[names]
-    gauges = "|".join(n for n in names if n != info)
+    """The gauges of one object kind and its info families, each aggregated to the labels read."""
+    keys, infos = READ_BY[names]
+    info_names = {info for info, _ in infos}
+    gauges = "|".join(n for n in names if n not in info_names)
     q = f'max by (__name__, {keys}) ({{__name__=~"{gauges}", {selector}}})'
-    if info:
+    for info, info_keys in infos:
         q += f' or label_replace(max by ({info_keys}) ({info}{{{selector}}}), "__name__", "{info}", "", "")'
     return q
 
@@ -284,6 +315,77 @@ def _disks(cluster: str, s: dict[str, list[Sample]]) -> tuple[DiskStats, ...]:
         )
         for lv, v in sorted(s.get("raid_disk_busy", ()), key=lambda x: x[0].get("disk", ""))
     )
+
+
+def _namespaces(
+    cluster: str, s: dict[str, list[Sample]]
+) -> tuple[list[LunStats], dict[tuple[str, str], str]]:
+    """NVMe namespaces (LUN subjects of kind namespace, by path) and each one's UUID by (svm, path)."""
+    keys = ("svm", "volume", "path")
+    info = {(lv.get("svm", ""), lv.get("path", "")): lv for lv, _ in s.get("namespace_labels", ())}
+    fams = {f: _by(s, f, *keys) for f in NAMESPACE if f != "namespace_labels"}
+    out = []
+    for key in sorted(
+        set(fams["namespace_read_ops"]) | {(k[0], lv.get("volume", ""), k[1]) for k, lv in info.items()}
+    ):
+        svm, volume, path = key
+        lv = info.get((svm, path), {})
+
+        def g(f: str, scale: float = 1.0, key: tuple[str, ...] = key) -> float | None:
+            v = fams[f].get(key)
+            return None if v is None else v * scale
+
+        out.append(
+            LunStats(
+                cluster, svm, volume or lv.get("volume", ""), path, "", lv.get("node", ""),
+                g("namespace_read_ops"), g("namespace_write_ops"), g("namespace_other_ops"),
+                g("namespace_avg_read_latency", US), g("namespace_avg_write_latency", US),
+                g("namespace_read_data"), g("namespace_write_data"), lv.get("state", ""), kind="namespace",
+            )
+        )  # fmt: skip
+    return out, {k: lv.get("uuid", "") for k, lv in info.items()}
+
+
+def _lifs(cluster: str, s: dict[str, list[Sample]], fcp: dict[str, list[Sample]]) -> tuple[LifStats, ...]:
+    """iSCSI and NVMe-oF LIFs with the port each sits on and its speed: an IP LIF's port from the LIF
+    inventory and its speed from the Ethernet port's (Mbit/s); an NVMe LIF no IP LIF names is NVMe/FC,
+    on the FC port its series name."""
+    ip = {(lv.get("svm", ""), lv.get("lif", "")): lv for lv, _ in s.get("lif_labels", ())}
+    eth: dict[tuple[str, str], float] = {}
+    for lv, _ in s.get("net_port_labels", ()):
+        m = _SPEED.search(lv.get("op_speed", ""))
+        if m and float(m.group(1)) > 0:
+            eth[(lv.get("node", ""), lv.get("port", ""))] = float(m.group(1)) / 1000.0
+    fc: dict[tuple[str, str], float] = {}
+    for lv, _ in fcp.get("fcp_read_data", ()):
+        m = _SPEED.search(lv.get("speed", ""))
+        if m and float(m.group(1)) > 0:
+            fc[(lv.get("node", ""), lv.get("port", ""))] = float(m.group(1))
+    out = []
+    for prefix, ops in (("iscsi_lif_", "iscsi_lif_iscsi_"), ("nvme_lif_", "nvme_lif_")):
+        keys = ("svm", "lif", "node", "port")
+        fams = {f: _by(s, prefix + f if f.endswith(("data", "latency")) else ops + f, *keys)
+                for f in ("read_ops", "write_ops", "read_data", "write_data", "avg_read_latency", "avg_write_latency")}  # fmt: skip
+        for key in sorted(set(fams["read_ops"]) | set(fams["write_ops"])):
+            svm, lif, node, port = key
+            inv = ip.get((svm, lif))
+            protocol = "iscsi" if prefix == "iscsi_lif_" else "nvme_tcp" if inv is not None else "nvme_fc"
+            where = inv.get("port", "") if inv is not None else port
+            node = node or (inv.get("node", "") if inv is not None else "")
+            speed = eth.get((node, where)) if inv is not None else fc.get((node, where))
+
+            def g(f: str, scale: float = 1.0, key: tuple[str, ...] = key, fams: dict = fams) -> float | None:
+                v = fams[f].get(key)
+                return None if v is None else v * scale
+
+            out.append(
+                LifStats(
+                    cluster, node, svm, lif, protocol, where, speed, inv.get("status", "") if inv else "",
+                    g("read_ops"), g("write_ops"), g("avg_read_latency", US), g("avg_write_latency", US),
+                    g("read_data"), g("write_data"),
+                )
+            )  # fmt: skip
+    return tuple(out)
 
 
 def _version(s: dict[str, list[Sample]]) -> OntapVersion | None:

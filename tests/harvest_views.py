@@ -1,0 +1,98 @@
+"""The REST collector's view of a simulated cluster, and the findings beside its hosts: what the
+Harvest-interop tests compare a view read from Harvest's series against."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from golden import Clock
+from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
+from sanlens.diagnose.engine import Engine
+from sanlens.hosts.sources import make_host_source
+from sanlens.join import LunDirectory, LunIdentity
+from sanlens.model import OntapView, Snapshot
+from sanlens.ontap.collector import OntapSource
+from sanlens.sim.server import Simulator
+
+T0 = 1_700_000_000.0
+
+
+def rest_view(scenario: str, knobs: dict[str, Any], with_inventory: bool = False) -> Any:
+    """The REST collector's cooked view of the same simulated cluster (two polls a minute apart):
+    (view, cluster), and its namespace inventory (svm, lun path, uuid, ...) ``with_inventory``."""
+    clock = Clock(T0)
+    with Simulator(scenario=scenario, clock=clock, **knobs) as sim:
+        src = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), LunDirectory())
+        src.clock = clock  # type: ignore[assignment]
+        src.poll()
+        clock.t += 60.0
+        view = src.poll().view
+        src.close()
+    assert isinstance(view, OntapView)
+    if with_inventory:
+        return view, sim.cluster_name, list(src.inventory.namespaces)
+    return view, sim.cluster_name
+
+
+def close(a: float | None, b: float | None, rel: float = 0.01) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a == pytest.approx(b, rel=rel, abs=1e-9)
+
+
+def diagnose(
+    scenario: str, knobs: dict[str, Any], view: OntapView
+) -> dict[tuple[str, str], dict[str, float]]:
+    """Findings (id, subject) -> evidence of one engine fed ``view`` and the scenario's host views, the
+    hosts polled on the simulator's clock a minute apart."""
+    clock = Clock(T0)
+    with (
+        mock.patch("time.time", clock),
+        mock.patch("time.monotonic", clock),
+        Simulator(scenario=scenario, clock=clock, **knobs) as sim,
+    ):
+        directory = LunDirectory()
+        # namespaces join by UUID, which the view does not carry: the REST inventory's, published as is
+        rest = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), LunDirectory())
+        rest.poll()
+        uuids = {(x["svm"], x["lun"]): x["uuid"] for x in rest.inventory.namespaces}
+        rest.close()
+        directory.publish(
+            view.cluster,
+            [
+                LunIdentity(view.cluster, x.svm, x.volume, x.lun, x.serial, x.node)
+                if x.kind == "lun"
+                else LunIdentity(view.cluster, x.svm, x.volume, x.lun, "", x.node, kind="namespace",
+                                 uuid=uuids.get((x.svm, x.lun), ""))
+                for x in view.luns
+            ],
+        )  # fmt: skip
+        hosts = [
+            make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics"), directory)
+            for h in sim.hosts
+        ] + [
+            make_host_source(
+                HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics"), directory
+            )
+            for h in sim.linux_hosts
+        ]
+        engine = Engine(DiagnoseConfig(sustain_scale=0.0))
+        for i in range(4):
+            clock.t = T0 + 60.0 * i
+            engine.update(Snapshot(view.cluster, "ontap", clock.t, (), replace(view, timestamp=clock.t)))
+            for h in hosts:
+                engine.update(h.poll())
+        for h in hosts:
+            h.close()
+    return {
+        (f["id"], json.dumps(f["subject"], sort_keys=True)): {
+            k: v for k, v in f["evidence"].items() if isinstance(v, float)
+        }
+        for f in engine.findings()
+        if f["state"] > 0
+    }
