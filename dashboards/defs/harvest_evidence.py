@@ -17,6 +17,7 @@ from ..lib.panels import DASHED, against_thresholds, instant, panel, series, tar
 from ..lib.promql import (
     HARVEST_US,
     LUN_LATENCY_PAIRS,
+    evidence,
     harvest_latency,
     harvest_sum,
     times_configured,
@@ -62,11 +63,11 @@ def findings(cfg: MixinConfig, lay: Layout) -> None:
             "(lun_latency_seconds, array_latency_seconds), for the disks a host-side diagnosis judges now. "
             "A host far above its LUN is queueing in the host or the fabric.",
             target(
-                f'max by (host, disk) (sanlens_diagnosis_evidence{{evidence="host_latency_seconds", {scope}}})',
+                evidence("host, disk", "", "host_latency_seconds", scope),
                 "host {{host}} {{disk}}",
             ),
             target(
-                f'max by (host, disk) (sanlens_diagnosis_evidence{{evidence=~"lun_latency_seconds|array_latency_seconds", {scope}}})',
+                evidence("host, disk", "", "lun_latency_seconds|array_latency_seconds", scope),
                 "array {{host}} {{disk}}",
             ),
             unit="s",
@@ -85,11 +86,11 @@ def findings(cfg: MixinConfig, lay: Layout) -> None:
             "I/O) where host_queue_limited judges a disk: at the queue's limit the host, not ONTAP, sets the "
             "latency.",
             target(
-                f'max by (host, disk) (sanlens_diagnosis_evidence{{evidence="outstanding_io", {scope}}})',
+                evidence("host, disk", "", "outstanding_io", scope),
                 "in flight {{host}} {{disk}}",
             ),
             target(
-                f'max by (host, disk) (sanlens_diagnosis_evidence{{evidence="queue_effective_depth", {scope}}})',
+                evidence("host, disk", "", "queue_effective_depth", scope),
                 "Q_eff {{host}} {{disk}}",
             ),
             unit="none",

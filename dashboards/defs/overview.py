@@ -9,7 +9,7 @@ from sanlens.diagnose.registry import REGISTRY
 from ..lib import Json
 from ..lib.dashboard import Layout, chained, dashboard, runbook_var, topn_var
 from ..lib.panels import UP, Column, drill, gauge_cell, mapped, panel, rename, table, target
-from ..lib.promql import LUN_LATENCY_PAIRS, harvest_latency, harvest_sum, mbps, rate, sel, top
+from ..lib.promql import LUN_LATENCY_PAIRS, evidence, harvest_latency, harvest_sum, mbps, rate, sel, top
 from ..lib.thresholds import GREEN, data_latency, steps
 
 NAME = "overview"
@@ -185,7 +185,7 @@ def host_latency_of(h: str) -> str:
     (which export none), the latency the engine judged."""
     return (
         f"max by (host) (host_disk:sanlens_host_disk_latency_seconds:mean5m{{{h}}}) or "
-        f'max by (host) (sanlens_diagnosis_evidence{{evidence="host_latency_seconds", {h}}})'
+        f"{evidence('host', '', 'host_latency_seconds', h)}"
     )
 
 

@@ -78,11 +78,11 @@ def top(expr: str) -> str:
 
 
 def evidence(by: str, diagnosis: str, name: str, matchers: str) -> str:
-    """A value the diagnosis engine computed (sanlens_diagnosis_evidence), so a panel shows its very number."""
-    return (
-        f'max by ({by}) (sanlens_diagnosis_evidence{{diagnosis="{diagnosis}", evidence="{name}", '
-        f"{matchers}}})"
-    )
+    """A value the diagnosis engine computed (sanlens_diagnosis_evidence), so a panel shows its very number.
+    ``diagnosis`` '' takes it from whichever diagnosis gives it; ``name`` may be an alternation (a|b)."""
+    which = f'diagnosis="{diagnosis}", ' if diagnosis else ""
+    op = "=~" if "|" in name else "="
+    return f'max by ({by}) (sanlens_diagnosis_evidence{{{which}evidence{op}"{name}", {matchers}}})'
 
 
 # ONTAP releases before 9.9.1, as sanlens_ontap_cluster_info's version label spells them (9.8.0, 9.9.0).

@@ -157,6 +157,7 @@ class Engine:
 
     def _configure(self, cfg: DiagnoseConfig) -> None:
         self._memo: dict[tuple[str, int, str], tuple[tuple[Any, ...], list[Observation]]] = {}
+        self._memo_used: set[tuple[str, int, str]] = set()  # the memo entries the last evaluation read
         self._cfg = cfg
         self._th = resolve(cfg)  # raises ConfigError on a bad override
         self._relaxed = relax(self._th)
@@ -303,7 +304,7 @@ class Engine:
         now = self._now
         ctx = Context(now, self._ontap, self._hosts, self._history, self._cfg.backend_iops_capacity)
         inputs = self._inputs(ctx)
-        self._memo_used: set[tuple[str, int, str]] = set()
+        self._memo_used = set()
         seen: set[tuple[str, str]] = set()
         counts = {mod.SPEC.id: [0, 0, 0] for mod in MODULES}
         evaluated: dict[str, dict[str, int]] = {mod.SPEC.id: {} for mod in MODULES}

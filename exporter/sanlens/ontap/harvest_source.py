@@ -138,6 +138,7 @@ class HarvestSource:
             ],
         )
         version = _version(node)
+        fc_speeds = port_speeds(fcp.get("fcp_read_data", []), "speed")
         view = OntapView(
             self.name,
             now,
@@ -147,8 +148,10 @@ class HarvestSource:
             _volumes(self.name, vol),
             _nodes(self.name, node),
             disks=_disks(self.name, disk),
-            fc_ports=_ports(self.name, fcp, self.interval / float(self.target.harvest_data_interval)),
-            lifs=_lifs(self.name, front, fcp),
+            fc_ports=_ports(
+                self.name, fcp, self.interval / float(self.target.harvest_data_interval), fc_speeds
+            ),
+            lifs=_lifs(self.name, front, fc_speeds),
         )
         # the cluster's identity, so the dashboards' cluster variable and version ceilings find it
         b = MetricBuilder()
@@ -282,16 +285,23 @@ def _nodes(cluster: str, s: dict[str, list[Sample]]) -> tuple[NodeStats, ...]:
 _SPEED = re.compile(r"(\d+(?:\.\d+)?)")
 
 
-def _ports(cluster: str, s: dict[str, list[Sample]], polls: float) -> tuple[FcPortStats, ...]:
+def port_speeds(samples: list[Sample], label: str, per_gbps: float = 1.0) -> dict[tuple[str, ...], float]:
+    """(node, port) -> link speed in Gbit/s from a speed label (FC's in Gbit/s, Ethernet's ``op_speed``
+    in Mbit/s: ``per_gbps`` 1000); ports whose label gives no positive speed are left out."""
+    out: dict[tuple[str, ...], float] = {}
+    for lv, _ in samples:
+        m = _SPEED.search(lv.get(label, ""))
+        if m and float(m.group(1)) > 0:
+            out[(lv.get("node", ""), lv.get("port", ""))] = float(m.group(1)) / per_gbps
+    return out
+
+
+def _ports(
+    cluster: str, s: dict[str, list[Sample]], polls: float, speed: dict[tuple[str, ...], float]
+) -> tuple[FcPortStats, ...]:
     """FC ports; ``fcp_queue_full`` counts one Harvest poll, so it is scaled by the ``polls`` of Harvest's
     schedule in one of ours (the view holds counts per its own interval)."""
     keys = ("node", "port")
-    speed: dict[tuple[str, ...], float | None] = {}
-    for lv, _ in s.get("fcp_read_data", ()):
-        m = _SPEED.search(lv.get("speed", ""))
-        speed[(lv.get("node", ""), lv.get("port", ""))] = (
-            float(m.group(1)) if m and float(m.group(1)) > 0 else None
-        )
     rd, wr, qf = (_by(s, f, *keys) for f in FCP)
     return tuple(
         FcPortStats(
@@ -346,21 +356,12 @@ def _namespaces(
     return out, {k: lv.get("uuid", "") for k, lv in info.items()}
 
 
-def _lifs(cluster: str, s: dict[str, list[Sample]], fcp: dict[str, list[Sample]]) -> tuple[LifStats, ...]:
+def _lifs(cluster: str, s: dict[str, list[Sample]], fc: dict[tuple[str, ...], float]) -> tuple[LifStats, ...]:
     """iSCSI and NVMe-oF LIFs with the port each sits on and its speed: an IP LIF's port from the LIF
     inventory and its speed from the Ethernet port's (Mbit/s); an NVMe LIF no IP LIF names is NVMe/FC,
-    on the FC port its series name."""
+    on the FC port its series name (``fc``: the FC ports' speeds)."""
     ip = {(lv.get("svm", ""), lv.get("lif", "")): lv for lv, _ in s.get("lif_labels", ())}
-    eth: dict[tuple[str, str], float] = {}
-    for lv, _ in s.get("net_port_labels", ()):
-        m = _SPEED.search(lv.get("op_speed", ""))
-        if m and float(m.group(1)) > 0:
-            eth[(lv.get("node", ""), lv.get("port", ""))] = float(m.group(1)) / 1000.0
-    fc: dict[tuple[str, str], float] = {}
-    for lv, _ in fcp.get("fcp_read_data", ()):
-        m = _SPEED.search(lv.get("speed", ""))
-        if m and float(m.group(1)) > 0:
-            fc[(lv.get("node", ""), lv.get("port", ""))] = float(m.group(1))
+    eth = port_speeds(s.get("net_port_labels", []), "op_speed", per_gbps=1000.0)
     out = []
     for prefix, ops in (("iscsi_lif_", "iscsi_lif_iscsi_"), ("nvme_lif_", "nvme_lif_")):
         keys = ("svm", "lif", "node", "port")
