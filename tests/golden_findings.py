@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,14 +97,25 @@ def scenario_findings(name: str) -> list[list[dict[str, Any]]]:
 
 
 def capture_findings(files: list[str]) -> list[dict[str, Any]]:
-    paths = [f if Path(f).is_absolute() else str(ROOT / "tests" / "data" / f) for f in files]
-    p = subprocess.run(
-        [sys.executable, "-m", "sanlens", "analyze", "--format", "json", "--quiet", *paths],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    """``analyze`` over copies whose modification time is ``START``: a capture without dates
+    (sysstat text, iostat without ``-t``) is placed in time by its mtime, which a clone sets to
+    the moment of checkout."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for f in files:
+            src = Path(f) if Path(f).is_absolute() else ROOT / "tests" / "data" / f
+            dst = Path(tmp) / str(len(paths)) / src.name
+            dst.parent.mkdir()
+            shutil.copyfile(src, dst)
+            os.utime(dst, (START, START))
+            paths.append(str(dst))
+        p = subprocess.run(
+            [sys.executable, "-m", "sanlens", "analyze", "--format", "json", "--quiet", *paths],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
     if p.returncode not in (0, 1):
         raise RuntimeError(f"analyze {files} exited {p.returncode}: {p.stderr[-2000:]}")
     return reduce(json.loads(p.stdout)["diagnoses"])
