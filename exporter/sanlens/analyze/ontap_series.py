@@ -15,7 +15,7 @@ from typing import Any
 from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.model import OntapVersion, Snapshot, parse_ontap_version
 from sanlens.ontap.cooking import Cooked, CounterRow, CounterSpec, cook_row, keeps_partial
-from sanlens.ontap.views import build_view
+from sanlens.ontap.views import build_view, row_fields
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)
 
@@ -185,7 +185,7 @@ class OntapCooker:
                     self.cluster,
                     "ontap",
                     t_view,
-                    view=build_view(self.cluster, t_view, dt_view, self.version, cooked),
+                    view=build_view(self.cluster, t_view, dt_view, self.version, row_fields(cooked)),
                 )
         if self.no_rate:
             self.warnings.append(

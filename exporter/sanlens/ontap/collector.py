@@ -2,8 +2,8 @@
 
 Raw cumulative counters are exposed as-is (PromQL computes rates); the cooked
 rates between this poll and the previous one feed the diagnoses via OntapView.
-One cooker (``ontap.cooking.cook_row``) serves both this live path and
-``sanlens analyze``.
+One cooker (``ontap.cooking.cook_table``, column by column over a table's rows)
+serves both this live path and ``sanlens analyze``.
 """
 
 from __future__ import annotations
@@ -27,17 +27,17 @@ from sanlens.ontap.capabilities import ASA_R2, Capabilities, personality
 from sanlens.ontap.catalogue import TableDef, catalogue, unit_scale
 from sanlens.ontap.client import POOL_SIZE, OntapClient, OntapNotFound
 from sanlens.ontap.cooking import (
-    Cooked,
+    CookedTable,
     CounterRow,
     CounterSpec,
-    cook_row,
+    cook_table,
     keeps_partial,
     parse_schema_doc,
     rows_from_response,
 )
 from sanlens.ontap.inputs import status
 from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_static
-from sanlens.ontap.views import build_view
+from sanlens.ontap.views import build_view, table_fields
 
 CLUSTER_INFO_HELP = "ONTAP cluster, version, personality (unified or asa-r2) and collection path (tables, statistics or harvest)."
 log = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ class OntapSource:
         )
         rows = self._fetch_rows(dynamic.result(), tables)
         ts = self.clock()
-        cooked: list[tuple[CounterRow, list[Cooked]]] = []
+        cooked: list[CookedTable] = []
         interval: float | None = None
         for table, trows in rows.items():
             # each table's rows against the time they arrived: one poll timestamp taken after the
@@ -186,7 +186,7 @@ class OntapSource:
             dt = self._cook(table, trows, self._fetched_at.get(table, ts), cooked)
             interval = interval or dt
         metrics = self._metrics(rows)
-        view = build_view(self.name, ts, interval, self.version, cooked, self.inventory)
+        view = build_view(self.name, ts, interval, self.version, table_fields(cooked), self.inventory)
         inputs = status(
             self.caps.personality,
             "statistics" if self._fallback else "tables",
@@ -309,9 +309,7 @@ class OntapSource:
         elif before and not n:
             log.info("%s: %s rows are complete again", self.name, table)
 
-    def _cook(
-        self, table: str, rows: list[CounterRow], ts: float, out: list[tuple[CounterRow, list[Cooked]]]
-    ) -> float | None:
+    def _cook(self, table: str, rows: list[CounterRow], ts: float, out: list[CookedTable]) -> float | None:
         """Cook ``rows`` against the previous poll into ``out``; the interval, or None on the first poll."""
         prev_ts, prev = self._prev.get(table, (None, {}))
         keep = keeps_partial(table)
@@ -321,6 +319,9 @@ class OntapSource:
             return None
         dt = ts - prev_ts
         schemas = {table: self._schemas[table].specs} if table in self._schemas else None
+        prevs: list[CounterRow] = []
+        curs: list[CounterRow] = []
+        dts: list[float | None] = []
         for r in rows:
             p = prev.get(r.instance)
             if p is None:
@@ -333,9 +334,10 @@ class OntapSource:
                     if r.instance in current:
                         current[r.instance] = p
                     continue
-            vals = cook_row(p, r, row_dt, schemas, self.target.min_ops_for_latency)
-            if vals:
-                out.append((r, vals))
+            prevs.append(p)
+            curs.append(r)
+            dts.append(row_dt)
+        out.append(cook_table(table, prevs, curs, dts, schemas, self.target.min_ops_for_latency))
         return dt
 
     def _emit_plan(self, table: str) -> list[_Emit]:

@@ -29,7 +29,17 @@ from sanlens.ontap.catalogue import CounterSpec, catalogue, cooked_unit, unit_sc
 
 Value = float | list[float]
 
-__all__ = ["CaptureError", "Cooked", "CounterRow", "CounterSpec", "Sample", "cook_row"]
+__all__ = [
+    "CaptureError",
+    "Cooked",
+    "CookedColumn",
+    "CookedTable",
+    "CounterRow",
+    "CounterSpec",
+    "Sample",
+    "cook_row",
+    "cook_table",
+]
 
 
 class CaptureError(SanlensError):
@@ -115,6 +125,27 @@ def _as_list(v: Value) -> list[float]:
     return v if isinstance(v, list) else [v]
 
 
+class CookedColumn(NamedTuple):
+    """One counter of one table, cooked for every row of a :class:`CookedTable`.
+
+    ``values[i]`` is the value of ``rows[i]``: a float, None where that row has none, or for an
+    array counter the ``(label, value)`` pairs of the row."""
+
+    counter: str  # REST name
+    unit: str
+    labelled: bool
+    values: list[Any]
+
+
+@dataclass(slots=True)
+class CookedTable:
+    """One table's cooked values column by column: the rows that gave at least one value."""
+
+    table: str
+    rows: list[CounterRow]
+    columns: list[CookedColumn]
+
+
 def cook_row(
     prev: CounterRow,
     cur: CounterRow,
@@ -127,75 +158,261 @@ def cook_row(
     ``dt`` None (unknown interval) leaves rate counters out. Averages whose base
     moved by no more than ``min_ops`` are left out (no ops, no latency).
     """
+    t = cook_table(cur.table, [prev], [cur], [dt], schemas, min_ops)
     table, instance = cur.table, cur.instance
-    if not (prev.complete and cur.complete) and not keeps_partial(table):
-        return []
-    # Hot path (10,000 LUN rows a poll): the plan is built once per table and schema.
-    plan = _plan(table, (schemas or {}).get(table))
-    prev_counters, cur_counters = prev.counters, cur.counters
     out: list[Cooked] = []
-    append = out.append
-    for name, cv in cur_counters.items():
+    if not t.rows:
+        return out
+    for col in t.columns:
+        v = col.values[0]
+        if v is None:
+            continue
+        if col.labelled:
+            out.extend(Cooked(table, instance, col.counter, label, x, col.unit) for label, x in v)
+        else:
+            out.append(Cooked(table, instance, col.counter, "", v, col.unit))
+    return out
+
+
+def cook_table(
+    table: str,
+    prevs: list[CounterRow],
+    curs: list[CounterRow],
+    dts: list[float | None],
+    schemas: Mapping[str, Mapping[str, CounterSpec]] | None = None,
+    min_ops: float = 0.0,
+) -> CookedTable:
+    """Cook each row of ``curs`` against the same instance in ``prevs`` (``dts[i]`` apart), one
+    counter at a time across all rows: the plan, the kind and the unit are decided once per
+    counter, and the arithmetic runs as list comprehensions over whole columns.
+
+    A row is dropped whole when a counter went backwards (reset, takeover) or a rate is beyond
+    any instance's reach (restarted above its last value); a row with incomplete aggregation is
+    dropped unless the table's policy keeps it.
+    """
+    if not keeps_partial(table):
+        keep = [i for i, (p, c) in enumerate(zip(prevs, curs, strict=True)) if p.complete and c.complete]
+        if len(keep) != len(curs):
+            prevs, curs, dts = [prevs[i] for i in keep], [curs[i] for i in keep], [dts[i] for i in keep]
+    n = len(curs)
+    if not n:
+        return CookedTable(table, [], [])
+    plan = _plan(table, (schemas or {}).get(table))
+    names: dict[str, None] = dict.fromkeys(curs[0].counters)
+    first = names.keys()
+    for r in curs:
+        if r.counters.keys() != first:
+            names.update(dict.fromkeys(r.counters))
+    dropped: set[int] = set()
+    columns: list[CookedColumn] = []
+    one_dt = dts[0] if dts.count(dts[0]) == n else _MIXED
+
+    def column(name: str, rows: list[CounterRow]) -> list[Any]:
+        return [r.counters.get(name) for r in rows]
+
+    def deltas(name: str) -> tuple[list[Any], bool]:
+        """Per row: the delta, a list of deltas, or None (absent, or arrays of other lengths); and
+        whether every row has a scalar delta (the comprehension raises on None or a list)."""
+        cv, pv = column(name, curs), column(name, prevs)
+        try:
+            return [c - p for c, p in zip(cv, pv, strict=True)], True
+        except TypeError:
+            return [_delta(c, p) for c, p in zip(cv, pv, strict=True)], False
+
+    bases_of: dict[str, list[float | None]] = {}
+
+    def bases(spec: CounterSpec) -> list[float | None]:
+        got = bases_of.get(spec.base)
+        if got is None:
+            got = bases_of[spec.base] = _base_deltas(spec, curs, prevs)
+        return got
+
+    for name in names:
         entry = plan.get(name)
         if entry is None:
             continue
         spec, canon, scale, unit = entry
         kind = spec.type
+        vals: list[Any] | None
         if kind == "raw":
-            for label, x in _labelled(cur, name, cv):
-                append(Cooked(table, instance, canon, label, x * scale, unit))
+            cv = column(name, curs)
+            try:
+                vals, labelled = [x * scale for x in cv], False
+            except TypeError:
+                labelled = any(type(x) is list for x in cv)
+                vals = [
+                    None
+                    if x is None
+                    else list(_labelled(r, name, [y * scale for y in x] if type(x) is list else x * scale))
+                    if labelled
+                    else x * scale
+                    for r, x in zip(curs, cv, strict=True)
+                ]
+            columns.append(CookedColumn(canon, unit, labelled, vals))
             continue
-        pv = prev_counters.get(name)
-        if pv is None:
-            continue
-        is_list = type(cv) is list
-        if is_list or type(pv) is list:
-            pl, cl = _as_list(pv), _as_list(cv)
-            if len(pl) != len(cl):
-                continue
-            deltas = [c - p for c, p in zip(cl, pl, strict=True)]
-            if any(d < 0 for d in deltas):
-                return []  # counter reset or takeover: the whole row is unusable
+        ds, plain = deltas(name)
+        if plain:
+            if min(ds) < 0:
+                dropped.update(i for i, d in enumerate(ds) if d < 0)
+            vals = _cook_floats(spec, scale, ds, bases, dts, one_dt, min_ops, dropped)
         else:
-            d0 = cv - pv  # type: ignore[operator]
-            if d0 < 0:
-                return []
-            deltas = [d0]
-        if kind == "rate":
-            if not dt or dt <= 0:
-                continue
-            f = scale / dt
-            values = [d * f for d in deltas]
-            limit = MAX_RATE.get(spec.unit)
-            if limit is not None and max(values, default=0.0) > limit:
-                return []  # counters that restarted above their last values: the row is unusable
-        elif kind == "delta":
-            values = [d * scale for d in deltas] if scale != 1.0 else deltas
-        else:  # average, percent
-            pb, cb = prev_counters.get(spec.base), cur_counters.get(spec.base)
-            if pb is None or cb is None or (type(pb) is list) != (type(cb) is list):
-                continue
-            if type(cb) is list:  # a one-element array base counts as a scalar
-                if len(cb) != 1 or len(pb) != 1:  # type: ignore[arg-type]
-                    continue
-                pb, cb = pb[0], cb[0]  # type: ignore[index]
-            db = cb - pb  # type: ignore[operator]
-            if db < 0:
-                continue
-            if kind == "average":
-                if db <= min_ops or db == 0:
-                    continue
-                f = scale / db
-                values = [d * f for d in deltas]
-            else:
-                if db == 0:
-                    continue
-                values = [100.0 * d / db for d in deltas]
-        if not is_list:
-            append(Cooked(table, instance, canon, "", values[0], unit))
+            _note_backwards(ds, dropped)
+            vals = _cook_mixed(spec, scale, ds, bases, dts, min_ops, dropped)
+        if vals is None:
             continue
-        for label, x in _labelled(cur, name, values):
-            append(Cooked(table, instance, canon, label, x, unit))
+        labelled = not plain and any(type(v) is list for v in vals)
+        if labelled:
+            vals = [
+                None if v is None else list(_labelled(r, name, v)) for r, v in zip(curs, vals, strict=True)
+            ]
+        columns.append(CookedColumn(canon, unit, labelled, vals))
+    # the rows that gave a value and were not dropped
+    if not dropped and any(None not in c.values for c in columns):
+        return CookedTable(table, curs, columns)
+    keep = [i for i in range(n) if i not in dropped and any(c.values[i] is not None for c in columns)]
+    if len(keep) == n:
+        return CookedTable(table, curs, columns)
+    return CookedTable(
+        table,
+        [curs[i] for i in keep],
+        [c._replace(values=[c.values[i] for i in keep]) for c in columns],
+    )
+
+
+_MIXED = object()  # rows of one table cooked over different intervals
+
+
+def _delta(c: Value | None, p: Value | None) -> float | list[float] | None:
+    if c is None or p is None:
+        return None
+    if type(c) is list or type(p) is list:
+        pl, cl = _as_list(p), _as_list(c)
+        if len(pl) != len(cl):
+            return None
+        return [x - y for x, y in zip(cl, pl, strict=True)]
+    return c - p  # type: ignore[operator]
+
+
+def _note_backwards(ds: list[Any], dropped: set[int]) -> None:
+    for i, d in enumerate(ds):
+        if d is None:
+            continue
+        if type(d) is list:
+            if any(x < 0 for x in d):
+                dropped.add(i)
+        elif d < 0:
+            dropped.add(i)
+
+
+def _base_deltas(spec: CounterSpec, curs: list[CounterRow], prevs: list[CounterRow]) -> list[float | None]:
+    """The base counter's delta per row (a one-element array counts as a scalar); None where unusable."""
+    base = spec.base
+    cv = [r.counters.get(base) for r in curs] if base else [None] * len(curs)
+    pv = [r.counters.get(base) for r in prevs] if base else cv
+    try:
+        return [b if b >= 0 else None for b in [c - p for c, p in zip(cv, pv, strict=True)]]  # type: ignore[operator]
+    except TypeError:
+        pass
+    out: list[float | None] = []
+    for c, p in zip(cv, pv, strict=True):
+        if c is None or p is None or (type(c) is list) != (type(p) is list):
+            out.append(None)
+            continue
+        if type(c) is list:
+            if len(c) != 1 or len(p) != 1:  # type: ignore[arg-type]
+                out.append(None)
+                continue
+            c, p = c[0], p[0]  # type: ignore[index]
+        b = c - p  # type: ignore[operator]
+        out.append(b if b >= 0 else None)
+    return out
+
+
+def _cook_floats(
+    spec: CounterSpec,
+    scale: float,
+    ds: list[float],
+    bases: Any,
+    dts: list[float | None],
+    one_dt: object,
+    min_ops: float,
+    dropped: set[int],
+) -> list[float | None] | None:
+    """A column of scalar deltas, every row present: the common case, a comprehension per kind."""
+    kind = spec.type
+    if kind == "rate":
+        if one_dt is not _MIXED:
+            if not one_dt or one_dt <= 0:  # type: ignore[operator]
+                return None
+            f = scale / one_dt  # type: ignore[operator]
+            vals: list[float | None] = [d * f for d in ds]
+        else:
+            vals = [d * (scale / t) if t and t > 0 else None for d, t in zip(ds, dts, strict=True)]
+        _over_limit(spec, vals, dropped)
+        return vals
+    if kind == "delta":
+        return [d * scale for d in ds] if scale != 1.0 else list(ds)
+    bs = bases(spec)
+    if kind == "average":
+        return [
+            d * (scale / b) if b is not None and b > min_ops and b != 0 else None
+            for d, b in zip(ds, bs, strict=True)
+        ]
+    return [100.0 * d / b if b else None for d, b in zip(ds, bs, strict=True)]
+
+
+def _over_limit(spec: CounterSpec, vals: list[Any], dropped: set[int]) -> None:
+    limit = MAX_RATE.get(spec.unit)
+    if limit is None:
+        return
+    for i, v in enumerate(vals):
+        if v is None:
+            continue
+        top = max(v, default=0.0) if type(v) is list else v
+        if top > limit:
+            dropped.add(i)
+
+
+def _cook_mixed(
+    spec: CounterSpec,
+    scale: float,
+    ds: list[Any],
+    bases: Any,
+    dts: list[float | None],
+    min_ops: float,
+    dropped: set[int],
+) -> list[Any]:
+    """A column with absent rows or array counters: row by row, the same arithmetic."""
+    kind = spec.type
+    if kind == "rate":
+        vals: list[Any] = []
+        for d, t in zip(ds, dts, strict=True):
+            if d is None or not t or t <= 0:
+                vals.append(None)
+                continue
+            f = scale / t
+            vals.append([x * f for x in d] if type(d) is list else d * f)
+        _over_limit(spec, vals, dropped)
+        return vals
+    if kind == "delta":
+        if scale == 1.0:
+            return list(ds)
+        return [None if d is None else [x * scale for x in d] if type(d) is list else d * scale for d in ds]
+    bs = bases(spec)
+    out: list[Any] = []
+    for d, b in zip(ds, bs, strict=True):
+        if d is None or b is None:
+            out.append(None)
+        elif kind == "average":
+            if b <= min_ops or b == 0:
+                out.append(None)
+            else:
+                f = scale / b
+                out.append([x * f for x in d] if type(d) is list else d * f)
+        elif b == 0:
+            out.append(None)
+        else:
+            out.append([100.0 * x / b for x in d] if type(d) is list else 100.0 * d / b)
     return out
 
 

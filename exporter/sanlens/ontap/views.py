@@ -25,10 +25,11 @@ from sanlens.model import (
     VolumeStats,
 )
 from sanlens.ontap.catalogue import TableDef, catalogue
-from sanlens.ontap.cooking import Cooked, CounterRow
+from sanlens.ontap.cooking import Cooked, CookedTable, CounterRow
 from sanlens.ontap.inventory import Inventory
 
-CookedRows = Iterable[tuple[CounterRow, list[Cooked]]]
+# (row, its cooked values by view field), as table_fields and row_fields yield them
+FieldRows = Iterable[tuple[CounterRow, dict[str, Any]]]
 _MOVE_DONE = ("done", "success", "failed", "aborted")
 
 
@@ -47,6 +48,57 @@ def view_fields(tdef: TableDef, values: list[Cooked]) -> dict[str, Any]:
     return out
 
 
+def row_fields(cooked: Iterable[tuple[CounterRow, list[Cooked]]]) -> FieldRows:
+    """Rows cooked one by one (offline captures) with their view fields."""
+    cat = catalogue()
+    for row, values in cooked:
+        tdef = cat.get(row.table)
+        if tdef is not None:
+            yield row, view_fields(tdef, values)
+
+
+def table_fields(tables: Iterable[CookedTable]) -> FieldRows:
+    """Tables cooked column by column (live polls) with each row's view fields: each field is
+    computed once per column, scaled and summed in the counters' order as ``view_fields`` does."""
+    cat = catalogue()
+    for t in tables:
+        tdef = cat.get(t.table)
+        if tdef is None or not t.rows:
+            continue
+        n = len(t.rows)
+        fields: dict[str, list[Any]] = {}
+        for col in t.columns:
+            cdef = tdef.counters.get(col.counter)
+            if cdef is None or not cdef.view:
+                continue
+            vs = cdef.view_scale
+            have = fields.get(cdef.view)
+            if col.labelled:
+                have = fields.setdefault(cdef.view, [None] * n)
+                for i, pairs in enumerate(col.values):
+                    if pairs is None:
+                        continue
+                    for label, x in pairs:
+                        if label:
+                            d = have[i]
+                            if not isinstance(d, dict):
+                                d = have[i] = {}
+                            d[label] = x * vs
+                        else:
+                            have[i] = (have[i] or 0.0) + x * vs
+                continue
+            scaled = [None if x is None else x * vs for x in col.values]
+            if have is None:
+                fields[cdef.view] = [None if x is None else 0.0 + x for x in scaled]
+            else:
+                fields[cdef.view] = [
+                    h if x is None else (h or 0.0) + x for h, x in zip(have, scaled, strict=True)
+                ]
+        items = list(fields.items())
+        for i, row in enumerate(t.rows):
+            yield row, {k: v[i] for k, v in items if v[i] is not None}
+
+
 def _f(x: object) -> float | None:
     return float(x) if isinstance(x, int | float) else None
 
@@ -60,7 +112,7 @@ def build_view(
     ts: float,
     interval: float | None,
     version: OntapVersion | None,
-    cooked: CookedRows,
+    cooked: FieldRows,
     inventory: Inventory | None = None,
 ) -> OntapView:
     cat = catalogue()
@@ -78,12 +130,11 @@ def build_view(
     seen_nodes: set[str] = set()
     seen_disks: set[str] = set()
     seen_ports: set[tuple[str, str]] = set()
-    for row, values in cooked:
+    for row, f in cooked:
         tdef = cat.get(row.table)
         if tdef is None:
             continue
         lab = tdef.label_values(row.properties, row.instance)
-        f = view_fields(tdef, values)
         if row.table in ("lun", "namespace"):
             kind = row.table
             path = lab["lun"] if kind == "lun" else lab["namespace"]
