@@ -150,3 +150,59 @@ def test_findings_are_the_readers_own_list_and_dicts(snapshots: list[Snapshot]) 
     first.clear()
     again = engine.findings()
     assert again and again[0]["state"] > 0
+
+
+class Rejudging(Engine):
+    """An engine that judges every part at every evaluation: what the incremental engine must equal."""
+
+    def _observe(self, *args: Any, **kwargs: Any) -> Any:
+        self._memo.clear()
+        return super()._observe(*args, **kwargs)
+
+
+def _calm(ontap: Snapshot) -> Snapshot:
+    """The cluster at rest: no LUN or volume I/O, idle CPU domains, evenly idle disks."""
+    v = ontap.view
+    assert v is not None
+    luns = tuple(replace(x, read_iops=0.0, write_iops=0.0, other_iops=0.0) for x in v.luns)  # type: ignore[union-attr]
+    vols = tuple(
+        replace(x, read_iops=0.0, write_iops=0.0, other_iops=0.0, total_iops=0.0)
+        for x in v.volumes  # type: ignore[union-attr]
+    )
+    nodes = tuple(
+        replace(x, cpu_busy_ratio=0.05, domain_busy={}, average_processor_busy_ratio=0.05)
+        for x in v.nodes  # type: ignore[union-attr]
+    )
+    disks = tuple(replace(x, busy_ratio=0.1) for x in v.disks)  # type: ignore[union-attr]
+    return replace(ontap, view=replace(v, luns=luns, volumes=vols, nodes=nodes, disks=disks))  # type: ignore[arg-type]
+
+
+def test_reused_observations_step_the_tracks_as_judging_afresh_does(snapshots: list[Snapshot]) -> None:
+    """Host polls between cluster polls reuse the cluster-side observations (their ok subjects are
+    not walked again): findings, every subject's state and the engine's series stay those of an
+    engine that judges everything every time, while tracks open, hold and close, including the
+    tracks of subjects that went ok and wait out their exit window over reused observations."""
+    cfg = DiagnoseConfig(sustain_scale=0.01)
+    fast, slow = Engine(cfg), Rejudging(cfg)
+    ontap = next(s for s in snapshots if s.kind == "ontap")
+    calm = _calm(ontap)
+    hosts = [s for s in snapshots if s.kind == "host"]
+    reused = exiting = 0
+    for step in range(40):
+        feed = [ontap if step < 20 else calm] if step % 5 == 0 else []
+        feed += hosts
+        for s in feed:
+            snap = replace(s, view=replace(s.view, timestamp=s.view.timestamp + 2.0 * step))  # type: ignore[arg-type]
+            fast.update(snap)
+            slow.update(snap)
+            assert fast.findings() == slow.findings(), f"step {step}, {s.source}"
+            assert {k: dict(v) for k, v in fast.judged().items()} == {
+                k: dict(v) for k, v in slow.judged().items()
+            }
+            assert fast.metrics() == slow.metrics()
+            for (did, _part), j in fast._judged.items():
+                if j.summarized:
+                    reused += 1
+                    exiting += sum(1 for k in j.quiet if (did, k) in fast._tracks)
+    assert reused > 0, "the incremental engine reused observations"
+    assert exiting > 0, "ok subjects with a track were stepped over reused observations"

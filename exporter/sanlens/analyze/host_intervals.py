@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -140,32 +141,56 @@ class HostIntervals:
 
     def snapshots(self, mapper: Mapper) -> Iterator[Snapshot]:
         """One HostView per host per interval, in time order, with each disk's mapping applied."""
+        # each disk's columns, grouped once (not per interval), disks in (host, disk) order; a disk
+        # takes the drives of its last column with a value (one tuple for all its columns, as a rule)
+        groups: dict[tuple[str, str], list[tuple[int, str, tuple[str, ...]]]] = {}
+        for j, (host, disk, drives, name) in enumerate(self.columns):
+            groups.setdefault((host, disk), []).append((j, name, drives))
+        disks = [
+            (
+                host,
+                disk,
+                itemgetter(*(j for j, _n, _d in cols)),
+                [n for _j, n, _d in cols],
+                [d for *_, d in cols],
+            )
+            for (host, disk), cols in sorted(groups.items())
+        ]
+        mapped: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
         prev: float | None = None
         for k in sorted(self.buckets):
             b = self.buckets[k]
-            vals = self.means(b)
-            per: dict[tuple[str, str], dict[str, float]] = {}
-            drives: dict[tuple[str, str], tuple[str, ...]] = {}
-            for (host, disk, drv, name), v in zip(self.columns, vals.tolist(), strict=True):
-                if v == v:
-                    per.setdefault((host, disk), {})[name] = v
-                    drives[(host, disk)] = drv
+            vals = self.means(b).tolist()
             dt = b.last - prev if prev is not None and b.last > prev else None
             prev = b.last
             by_host: dict[str, list[HostDiskStats]] = {}
-            for (host, disk), fields in sorted(per.items()):
+            for host, disk, pick, names, drvs in disks:
+                got = pick(vals)
+                if len(names) == 1:
+                    got = (got,)
+                fields: dict[str, Any] = {n: v for n, v in zip(names, got, strict=True) if v == v}
+                if not fields:
+                    continue
+                drv = (
+                    drvs[-1]
+                    if len(fields) == len(names)
+                    else [d for d, v in zip(drvs, got, strict=True) if v == v][-1]
+                )
                 if "idle_ratio" in fields:
                     fields["idle_ratio"] = min(max(fields["idle_ratio"] / 100.0, 0.0), 1.0)
                 for queue, iops, latency in _LITTLE:
                     mean = littles_law(fields.pop(queue, None), fields.get(iops), fields.get(latency))
                     if mean is not None:
                         fields[latency] = mean
-                m = mapper(host, disk, drives[(host, disk)])
-                kw: dict[str, Any] = {k: getattr(m, k) for k in _MAPPED} | fields
-                stats = HostDiskStats(host, disk, drives[(host, disk)], m.lun_serial, **kw)
+                mk = (host, disk, drv)
+                base = mapped.get(mk)
+                if base is None:
+                    m = mapper(host, disk, drv)
+                    base = mapped[mk] = {"lun_serial": m.lun_serial} | {a: getattr(m, a) for a in _MAPPED}
+                stats = HostDiskStats(host, disk, drv, **(base | fields))
                 by_host.setdefault(host, []).append(stats)
-            for host, disks in by_host.items():
-                yield Snapshot(host, "host", b.last, view=HostView(host, b.last, dt, tuple(disks)))
+            for host, host_disks in by_host.items():
+                yield Snapshot(host, "host", b.last, view=HostView(host, b.last, dt, tuple(host_disks)))
 
     def chart_points(self, max_points: int = 400) -> dict[DiskColumn, list[tuple[float, float]]]:
         """Per disk column, at most ``max_points`` (time, value) points: consecutive intervals merged."""

@@ -29,7 +29,7 @@ import logging
 import math
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -122,6 +122,29 @@ class Track:
             self.recommendation = o.recommendation
 
 
+@dataclass(slots=True)
+class _Judged:
+    """A diagnosis part's observations and, once they are read a second time unchanged, their
+    summary: each subject's first observation, in order."""
+
+    part: list[Observation]
+    summarized: bool = False
+    first: dict[str, Observation] = field(default_factory=dict)
+    template: dict[str, int] = field(default_factory=dict)  # every subject in order: ok unless tracked
+    quiet: frozenset[str] = frozenset()  # subjects judged ok (level 0)
+    loud: list[Observation] = field(default_factory=list)  # the others (not ok, or unjudgeable)
+
+    def summarize(self) -> None:
+        first: dict[str, Observation] = {}
+        for o in self.part:
+            first.setdefault(o.key, o)
+        self.first = first
+        self.template = dict.fromkeys(first, 0)
+        self.quiet = frozenset(k for k, o in first.items() if o.level == 0)
+        self.loud = [o for o in first.values() if o.level != 0]
+        self.summarized = True
+
+
 class Engine:
     """Implements sanlens.state.Engine; see the module docstring."""
 
@@ -158,6 +181,7 @@ class Engine:
     def _configure(self, cfg: DiagnoseConfig) -> None:
         self._memo: dict[tuple[str, int, str], tuple[tuple[Any, ...], list[Observation]]] = {}
         self._memo_used: set[tuple[str, int, str]] = set()  # the memo entries the last evaluation read
+        self._judged: dict[tuple[str, int], _Judged] = {}  # (diagnosis, part) -> its last observations
         self._cfg = cfg
         self._th = resolve(cfg)  # raises ConfigError on a bad override
         self._relaxed = relax(self._th)
@@ -280,25 +304,37 @@ class Engine:
 
     def _observe(
         self, mod: Any, ctx: Context, th: Any, which: str, inputs: dict[str, tuple[Any, ...]]
-    ) -> list[Observation]:
-        """A diagnosis's observations, judged again only for the parts whose inputs changed: at 10,000
-        LUNs the LUN and volume ceilings cost more than every host-side diagnosis together, and a
-        host's poll changes none of their ONTAP inputs. Observations are pure functions of the views,
-        the history and the thresholds (the engine's clock steps the tracks, not the diagnoses)."""
+    ) -> tuple[list[Observation], ...]:
+        """A diagnosis's observations, part by part, judged again only for the parts whose inputs
+        changed: at 10,000 LUNs the LUN and volume ceilings cost more than every host-side diagnosis
+        together, and a host's poll changes none of their ONTAP inputs. Observations are pure
+        functions of the views, the history and the thresholds (the engine's clock steps the tracks,
+        not the diagnoses). A part judged again is a new list; an unchanged one is the same list."""
         parts = getattr(mod, "PARTS", None) or ((mod.evaluate, getattr(mod, "READS", ALL_INPUTS)),)
-        out: list[Observation] = []
+        out: list[list[Observation]] = []
         for i, (part, reads) in enumerate(parts):
             key = (mod.SPEC.id, i, which)
             stamp = tuple(inputs[r] for r in sorted(reads))
             hit = self._memo.get(key)
             if hit is not None and hit[0] == stamp:
-                out += hit[1]
+                out.append(hit[1])
                 continue
             obs = part(ctx, th)
             self._memo[key] = (stamp, obs)
-            out += obs
+            out.append(obs)
         self._memo_used.update((mod.SPEC.id, i, which) for i in range(len(parts)))
-        return out
+        return tuple(out)
+
+    def _quiet(self, key: tuple[str, int], part: list[Observation]) -> _Judged | None:
+        """The summary of a diagnosis part's observations when they are the very list it gave last
+        time (not judged again), so its ok subjects need not be walked one by one; None otherwise."""
+        last = self._judged.get(key)
+        if last is None or last.part is not part:
+            self._judged[key] = _Judged(part)
+            return None
+        if not last.summarized:
+            last.summarize()
+        return last
 
     def _evaluate(self) -> None:
         now = self._now
@@ -308,14 +344,21 @@ class Engine:
         seen: set[tuple[str, str]] = set()
         counts = {mod.SPEC.id: [0, 0, 0] for mod in MODULES}
         evaluated: dict[str, dict[str, int]] = {mod.SPEC.id: {} for mod in MODULES}
+        by_id: dict[str, list[Track]] = {}
+        for t in self._tracks.values():
+            by_id.setdefault(t.id, []).append(t)
         for mod in MODULES:
             did = mod.SPEC.id
             try:
-                strict: list[Observation] = self._observe(mod, ctx, self._th, "strict", inputs)
+                parts = self._observe(mod, ctx, self._th, "strict", inputs)
                 # relaxed thresholds only hold a state up: judge with them only when one is up
-                held = any(t.state > 0 and t.id == did for t in self._tracks.values())
+                held = any(t.state > 0 for t in by_id.get(did, ()))
                 relaxed = (
-                    {o.key: o.level for o in self._observe(mod, ctx, self._relaxed, "relaxed", inputs)}
+                    {
+                        o.key: o.level
+                        for part in self._observe(mod, ctx, self._relaxed, "relaxed", inputs)
+                        for o in part
+                    }
                     if held
                     else {}
                 )
@@ -328,27 +371,47 @@ class Engine:
                         evaluated[did][k[1]] = t.state
                 continue
             sustain, exit_ = self._windows[did]
-            for o in strict:
-                k = (did, o.key)
-                if k in seen:
-                    continue
-                seen.add(k)
-                tr = self._tracks.get(k)
-                if tr is None:
-                    if not o.level:  # ok (or unjudgeable) with nothing pending: no track to keep
-                        if o.level is not None:
-                            counts[did][0] += 1
-                            evaluated[did][o.key] = 0
+            ev = evaluated[did]
+            cnt = counts[did]
+            done: set[str] = set()  # this diagnosis's subjects judged so far: the first observation wins
+            reused: list[dict[str, int]] = []  # subjects of the parts taken whole, below
+            for i, part in enumerate(parts):
+                todo: Iterable[Observation] = part
+                judged = self._quiet((did, i), part)
+                if judged is not None and not any(judged.template.keys() & d for d in (done, *reused)):
+                    # the same observations as last time: the ok subjects without a track stay ok and
+                    # untracked (a count and a state); only the others step their tracks
+                    first = judged.first
+                    ev.update(judged.template)
+                    tracked = [first[t.key] for t in by_id.get(did, ()) if t.key in judged.quiet]
+                    cnt[0] += len(judged.quiet) - len(tracked)
+                    todo = judged.loud + tracked
+                    reused.append(judged.template)
+                for o in todo:
+                    sk = o.key
+                    if sk in done or (todo is part and any(sk in d for d in reused)):
                         continue
-                    tr = self._tracks[k] = Track(did, o.key, o.labels)
-                tr.step(now, o.level, relaxed.get(o.key, o.level), sustain, exit_)
-                tr.last_seen = now
-                if o.level is not None:
-                    tr.observe(o)
-                counts[did][tr.state] += 1
-                evaluated[did][o.key] = tr.state
-                if tr.idle:
-                    del self._tracks[k]
+                    done.add(sk)
+                    k = (did, sk)
+                    seen.add(k)
+                    tr = self._tracks.get(k)
+                    if tr is None:
+                        if not o.level:  # ok (or unjudgeable) with nothing pending: no track to keep
+                            if o.level is not None:
+                                cnt[0] += 1
+                                ev[sk] = 0
+                            else:
+                                ev.pop(sk, None)
+                            continue
+                        tr = self._tracks[k] = Track(did, sk, o.labels)
+                    tr.step(now, o.level, relaxed.get(sk, o.level), sustain, exit_)
+                    tr.last_seen = now
+                    if o.level is not None:
+                        tr.observe(o)
+                    cnt[tr.state] += 1
+                    ev[sk] = tr.state
+                    if tr.idle:
+                        del self._tracks[k]
         for k, tr in list(self._tracks.items()):
             if k in seen:
                 continue
