@@ -15,11 +15,11 @@ import threading
 import weakref
 from typing import Any
 
-from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from sanlens.errors import SourceError
+from sanlens.trust import ContextReuseAdapter
 
 
 class PollAborted(SourceError):
@@ -29,7 +29,7 @@ class PollAborted(SourceError):
         super().__init__("poll abandoned: its connections were closed", reason="deadline")
 
 
-class AbortableAdapter(HTTPAdapter):
+class AbortableAdapter(ContextReuseAdapter):
     def __init__(self, **kwargs: Any) -> None:
         self._sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
         self._lock = threading.Lock()

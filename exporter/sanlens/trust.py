@@ -12,9 +12,13 @@ from __future__ import annotations
 import os
 import re
 import ssl
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.ssl_ import create_urllib3_context
 
 from sanlens.config import TLSConfig
 
@@ -43,6 +47,56 @@ class Trust:
     def explain(self, exc: BaseException) -> str:
         """``why (CA bundle: which)``: one line, for the poll error and the log."""
         return f"{tls_reason(exc)} (CA bundle: {self.bundle()})"
+
+
+class ContextReuseAdapter(HTTPAdapter):
+    """One SSLContext per trust decision, built once and handed to every new connection.
+
+    Left to requests and urllib3, a connection opened with ``verify=False`` or with a CA file
+    gets a fresh context, loading the system CAs (~45 ms of CPU) or the CA file each time; a
+    cluster that closes idle keep-alive connections between polls makes that a cost of every
+    poll. Only requests' own default (``verify=True``, certifi) already shares one context."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._contexts: dict[bool | str, ssl.SSLContext] = {}
+        self._contexts_lock = threading.Lock()
+        super().__init__(**kwargs)
+
+    def _context(self, verify: bool | str) -> ssl.SSLContext:
+        with self._contexts_lock:
+            ctx = self._contexts.get(verify)
+            if ctx is None:
+                if verify is False:
+                    ctx = create_urllib3_context(cert_reqs=ssl.CERT_NONE)
+                else:
+                    ctx = create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED)
+                    if os.path.isdir(str(verify)):
+                        ctx.load_verify_locations(capath=str(verify))
+                    else:
+                        ctx.load_verify_locations(cafile=str(verify))
+                self._contexts[verify] = ctx
+            return ctx
+
+    def build_connection_pool_key_attributes(
+        self, request: requests.PreparedRequest, verify: bool | str, cert: Any = None
+    ) -> Any:
+        host, pool = super().build_connection_pool_key_attributes(request, verify, cert)
+        shared: dict[str, Any] = dict(pool)
+        if (
+            host.get("scheme") == "https"
+            and "ssl_context" not in shared
+            and verify is not True
+            and (verify is False or os.path.exists(str(verify)))  # else requests says the path is missing
+        ):
+            shared.pop("ca_certs", None)
+            shared.pop("ca_cert_dir", None)
+            shared["ssl_context"] = self._context(verify)
+        return host, shared
+
+    def cert_verify(self, conn: Any, url: str, verify: bool | str, cert: Any) -> None:
+        super().cert_verify(conn, url, verify, cert)
+        if isinstance(verify, str) and conn.conn_kw.get("ssl_context") is not None:
+            conn.ca_certs = conn.ca_cert_dir = None  # in the shared context already
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

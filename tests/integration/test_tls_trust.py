@@ -216,3 +216,58 @@ def test_the_poll_error_keeps_its_reason_and_logs_one_line_without_secrets(
     assert record.exc_info is None and "\n" not in line
     assert "certificate verify failed" in line and f"(CA bundle: ca_file {other_ca})" in line
     assert "s3cret" not in caplog.text and "s3cret" not in page
+
+
+# ------------------------------------------------------------------ one context per trust decision
+class _Loads:
+    """Counts the CA loads of every SSLContext (the system store, a CA file or directory)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.default = self.files = 0
+        real_default, real_files = ssl.SSLContext.load_default_certs, ssl.SSLContext.load_verify_locations
+
+        def default(ctx: ssl.SSLContext, *a: object, **k: object) -> None:
+            self.default += 1
+            real_default(ctx, *a, **k)  # type: ignore[arg-type]
+
+        def files(ctx: ssl.SSLContext, *a: object, **k: object) -> None:
+            self.files += 1
+            real_files(ctx, *a, **k)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(ssl.SSLContext, "load_default_certs", default)
+        monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", files)
+
+
+@pytest.mark.parametrize("trust", ["insecure_skip_verify", "ca_file"])
+def test_new_connections_reuse_one_context_instead_of_loading_cas_each_time(
+    sim: Simulator, monkeypatch: pytest.MonkeyPatch, trust: str
+) -> None:
+    """A cluster that closes idle connections between polls makes every poll open new ones; each
+    must not load the system CAs or the CA file again (~45 ms of CPU for the system store)."""
+    _no_env(monkeypatch)
+    assert sim.cert_file is not None
+    tls = (
+        TLSConfig(insecure_skip_verify=True)
+        if trust == "insecure_skip_verify"
+        else TLSConfig(ca_file=str(sim.cert_file))
+    )
+    client = ontap(sim.url, tls)
+    loads = _Loads(monkeypatch)
+    for _ in range(3):
+        assert client.version().generation == 9
+        client.adapter.poolmanager.clear()  # the idle connections closed: the next request reconnects
+    assert loads.default == 0, "no system CA store loaded for a connection"
+    assert loads.files == (1 if trust == "ca_file" else 0), "the CA file loaded once, for the shared context"
+    assert len(client.adapter._contexts) == 1
+
+
+def test_a_shared_context_still_refuses_a_certificate_its_ca_file_did_not_sign(
+    sim: Simulator, other_ca: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_env(monkeypatch)
+    client = ontap(sim.url, TLSConfig(ca_file=str(other_ca)))
+    for _ in range(2):
+        with pytest.raises(SourceError) as e:
+            client.version()
+        assert e.value.reason == "tls"
+        assert "certificate verify failed" in str(e.value)
