@@ -21,17 +21,22 @@ print(",".join(sorted(m for m in ("numpy", "pyarrow", "sanlens.analyze") if m in
 """
 
 
-def test_serve_imports_neither_numpy_nor_pyarrow() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE],
+def _run(code: str) -> str:
+    """What a fresh interpreter prints, with the project's sources and nothing else on its path."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         check=True,
         cwd=ROOT,
         env={"PYTHONPATH": str(ROOT / "exporter"), "PATH": "/usr/bin:/bin"},
         timeout=120,
-    )
-    assert out.stdout.strip() == "none", out.stdout
+    ).stdout
+
+
+def test_serve_imports_neither_numpy_nor_pyarrow() -> None:
+    out = _run(PROBE)
+    assert out.strip() == "none", out
 
 
 def test_analyze_does_import_them() -> None:
@@ -40,13 +45,5 @@ def test_analyze_does_import_them() -> None:
         "\nimport sanlens.analyze.perfmon_arrow\n"
         'print(",".join(m for m in ("numpy", "pyarrow") if m in sys.modules))'
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT / "exporter"), "PATH": "/usr/bin:/bin"},
-        timeout=120,
-    )
-    assert out.stdout.split() == ["numpy,sanlens.analyze", "numpy,pyarrow"], out.stdout
+    out = _run(probe)
+    assert out.split() == ["numpy,sanlens.analyze", "numpy,pyarrow"], out
