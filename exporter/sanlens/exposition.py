@@ -20,7 +20,7 @@ import platform
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import generate_latest
@@ -128,23 +128,37 @@ def format_value(v: float) -> str:
     return repr(float(v))
 
 
-def render_samples(m: Metric, label_cache: dict[tuple[str, ...], str] | None = None) -> str:
-    """The sample lines of one family in text format 0.0.4 (no HELP/TYPE).
+class LabelText(dict[tuple[str, ...], str]):
+    """Label sets rendered as ``k="v",...`` for one tuple of label names.
 
-    ``label_cache`` maps label values to their rendered ``k="v",...`` text for one set of
-    label names; families of one snapshot share it, since a LUN's dozen families repeat
-    the same label values."""
-    names = m.label_names
-    cache: dict[tuple[str, ...], str] = {} if label_cache is None else label_cache
+    Families of one snapshot share it (a LUN's dozen families repeat the same label values), and
+    it falls back to the previous render's texts: a target's next poll brings the same label
+    sets as new but equal tuples, so the next render joins only the sets that are new. Only the
+    sets rendered this time are kept, so instances that went away are forgotten."""
+
+    __slots__ = ("last", "names")
+
+    def __init__(self, names: tuple[str, ...], last: Mapping[tuple[str, ...], str] | None = None) -> None:
+        super().__init__()
+        self.names = names
+        self.last = last or {}
+
+    def __missing__(self, values: tuple[str, ...]) -> str:
+        text = self.last.get(values)
+        if text is None:
+            text = ",".join(f'{k}="{escape_label_value(x)}"' for k, x in zip(self.names, values, strict=True))
+        self[values] = text
+        return text
+
+
+def render_samples(m: Metric, label_cache: LabelText | None = None) -> str:
+    """The sample lines of one family in text format 0.0.4 (no HELP/TYPE)."""
+    cache = LabelText(m.label_names) if label_cache is None else label_cache
     prefix = m.name + "{"
     lines: list[str] = []
     append = lines.append
     for values, v in m.samples:
-        lab = cache.get(values)
-        if lab is None:
-            lab = cache[values] = ",".join(
-                f'{k}="{escape_label_value(x)}"' for k, x in zip(names, values, strict=True)
-            )
+        lab = cache[values]
         value = repr(v) if math.isfinite(v) else format_value(v)
         append(f"{prefix}{lab}}} {value}\n" if lab else f"{m.name} {value}\n")
     return "".join(lines)
@@ -214,6 +228,8 @@ class Exposition:
         self.state = state
         self.release_series = release_series
         self._snap_cache: dict[str, tuple[int, dict[str, tuple[Metric, Piece, int]]]] = {}
+        # snapshot -> label names -> that snapshot's rendered label sets, from its last render
+        self._label_texts: dict[str, dict[tuple[str, ...], LabelText]] = {}
         self._headers: dict[tuple[str, str, str], Piece] = {}
         self._lock = threading.Lock()  # one build at a time
         self._body: Body | None = None
@@ -234,15 +250,21 @@ class Exposition:
         hit = self._snap_cache.get(name)
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        caches: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
-        pieces = {
-            m.name: (
+        last = self._label_texts.get(name, {})
+        caches: dict[tuple[str, ...], LabelText] = {}
+        pieces = {}
+        for m in metrics:
+            text = caches.get(m.label_names)
+            if text is None:
+                text = caches[m.label_names] = LabelText(m.label_names, last.get(m.label_names))
+            pieces[m.name] = (
                 Metric(m.name, m.type, m.help, m.label_names, ()),  # the family without its samples
-                Piece.of(render_samples(m, caches.setdefault(m.label_names, {})).encode()),
+                Piece.of(render_samples(m, text).encode()),
                 len(m.samples),
             )
-            for m in metrics
-        }
+        for text in caches.values():
+            text.last = {}  # the previous render's texts: what this one did not use is gone
+        self._label_texts[name] = caches
         self._snap_cache[name] = (stamp, pieces)
         return pieces
 
@@ -271,11 +293,12 @@ class Exposition:
                     self.state.release_metrics(name, stamps[name])
             for gone in set(self._snap_cache) - set(snaps):
                 del self._snap_cache[gone]
+                self._label_texts.pop(gone, None)
             engine = self.state.engine
             if engine is not None:
-                caches: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
+                caches: dict[tuple[str, ...], LabelText] = {}
                 for m in engine.metrics():
-                    text = render_samples(m, caches.setdefault(m.label_names, {}))
+                    text = render_samples(m, caches.setdefault(m.label_names, LabelText(m.label_names)))
                     families.setdefault(m.name, (m, []))[1].append(Piece.of(text.encode()))
                     series += len(m.samples)
             parts: list[Piece] = []

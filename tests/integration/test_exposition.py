@@ -7,6 +7,7 @@ import math
 import time
 import urllib.request
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import OntapTarget
@@ -93,6 +94,46 @@ def test_label_values_are_escaped_and_special_floats_rendered() -> None:
     assert s.value == float("inf")
     g = fams["sanlens_test_gauge"].samples[0]
     assert g.value != g.value  # NaN
+
+
+def test_a_new_poll_renders_only_its_new_label_sets_and_forgets_gone_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each poll brings new but equal label tuples: their text comes from the last render, so only
+    label sets that are new are joined again, and a set no longer polled is not kept."""
+    from sanlens import exposition
+
+    joined: list[str] = []
+    real = exposition.escape_label_value
+
+    def escape(v: str) -> str:
+        joined.append(v)
+        return real(v)
+
+    monkeypatch.setattr(exposition, "escape_label_value", escape)
+
+    def poll(luns: list[str], value: float) -> Snapshot:
+        b = MetricBuilder()
+        for lun in luns:
+            for fam in ("sanlens_test_ops_total", "sanlens_test_bytes_total"):
+                b.add(fam, "counter", "h", {"cluster": "c1", "lun": "".join(["/vol/v/", lun])}, value)
+        return Snapshot("t", "ontap", value, b.build())
+
+    state = State()
+    state.register("t", "ontap", 60.0)
+    exp = Exposition(state)
+    state.record_success(poll(["a", "b", "c"], 1.0), 0.0)
+    exp.refresh()
+    first = exp.render().decode()
+    assert len(joined) == 6  # three label sets of two values, joined once for both families
+    joined.clear()
+    state.record_success(poll(["a", "b", "d"], 2.0), 0.0)
+    exp.refresh()
+    second = exp.render().decode()
+    assert joined == ["c1", "/vol/v/d"], "only the new LUN's label set is joined"
+    assert 'lun="/vol/v/a"} 2.0' in second and 'lun="/vol/v/c"' not in second and 'lun="/vol/v/c"' in first
+    kept = exp._label_texts["t"][("cluster", "lun")]
+    assert set(kept) == {("c1", f"/vol/v/{x}") for x in "abd"} and not kept.last
 
 
 def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
