@@ -17,9 +17,10 @@ from sanlens.ontap.client import OntapClient, OntapNotFound
 
 
 def _g(rec: Mapping[str, Any], path: str, default: Any = "") -> Any:
+    """``a.b.c`` of a decoded record, ``default`` where a level is missing or not an object."""
     cur: Any = rec
     for part in path.split("."):
-        if not isinstance(cur, Mapping):
+        if type(cur) is not dict and not isinstance(cur, Mapping):  # decoded JSON: dicts (no ABC check)
             return default
         cur = cur.get(part)
     return default if cur is None else cur
