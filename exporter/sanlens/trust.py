@@ -58,13 +58,24 @@ class ContextReuseAdapter(HTTPAdapter):
     poll. Only requests' own default (``verify=True``, certifi) already shares one context."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self._contexts: dict[bool | str, ssl.SSLContext] = {}
+        # False, or (CA file or directory, its mtime_ns, its size): a CA file replaced on disk gets
+        # a new context (and so a new pool) at the next request, as a per-connection load did
+        self._contexts: dict[bool | tuple[str, int, int], ssl.SSLContext] = {}
         self._contexts_lock = threading.Lock()
         super().__init__(**kwargs)
 
-    def _context(self, verify: bool | str) -> ssl.SSLContext:
+    def _context(self, verify: bool | str) -> ssl.SSLContext | None:
+        """The shared context of ``verify`` (False or a CA path); None when the path cannot be read,
+        which requests then reports in its own words."""
+        key: bool | tuple[str, int, int] = False
+        if verify is not False:
+            try:
+                st = os.stat(str(verify))
+            except OSError:
+                return None
+            key = (str(verify), st.st_mtime_ns, st.st_size)
         with self._contexts_lock:
-            ctx = self._contexts.get(verify)
+            ctx = self._contexts.get(key)
             if ctx is None:
                 if verify is False:
                     ctx = create_urllib3_context(cert_reqs=ssl.CERT_NONE)
@@ -74,7 +85,10 @@ class ContextReuseAdapter(HTTPAdapter):
                         ctx.load_verify_locations(capath=str(verify))
                     else:
                         ctx.load_verify_locations(cafile=str(verify))
-                self._contexts[verify] = ctx
+                    # the same path's earlier contents are not trusted any more
+                    for old in [k for k in self._contexts if isinstance(k, tuple) and k[0] == str(verify)]:
+                        del self._contexts[old]
+                self._contexts[key] = ctx
             return ctx
 
     def build_connection_pool_key_attributes(
@@ -82,15 +96,12 @@ class ContextReuseAdapter(HTTPAdapter):
     ) -> Any:
         host, pool = super().build_connection_pool_key_attributes(request, verify, cert)
         shared: dict[str, Any] = dict(pool)
-        if (
-            host.get("scheme") == "https"
-            and "ssl_context" not in shared
-            and verify is not True
-            and (verify is False or os.path.exists(str(verify)))  # else requests says the path is missing
-        ):
-            shared.pop("ca_certs", None)
-            shared.pop("ca_cert_dir", None)
-            shared["ssl_context"] = self._context(verify)
+        if host.get("scheme") == "https" and "ssl_context" not in shared and verify is not True:
+            ctx = self._context(verify)
+            if ctx is not None:
+                shared.pop("ca_certs", None)
+                shared.pop("ca_cert_dir", None)
+                shared["ssl_context"] = ctx
         return host, shared
 
     def cert_verify(self, conn: Any, url: str, verify: bool | str, cert: Any) -> None:

@@ -271,3 +271,22 @@ def test_a_shared_context_still_refuses_a_certificate_its_ca_file_did_not_sign(
             client.version()
         assert e.value.reason == "tls"
         assert "certificate verify failed" in str(e.value)
+
+
+def test_a_ca_file_replaced_on_disk_is_trusted_from_the_next_request(
+    sim: Simulator, other_ca: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shared context follows the file: rotating the CA file takes effect without a restart."""
+    _no_env(monkeypatch)
+    assert sim.cert_file is not None
+    ca = tmp_path / "ca.pem"
+    ca.write_bytes(sim.cert_file.read_bytes())
+    client = ontap(sim.url, TLSConfig(ca_file=str(ca)))
+    assert client.version().generation == 9
+    ca.write_bytes(other_ca.read_bytes() + b"\n")  # another CA (a different size, whatever the mtime)
+    with pytest.raises(SourceError) as e:
+        client.version()
+    assert "certificate verify failed" in str(e.value)
+    ca.write_bytes(sim.cert_file.read_bytes())
+    assert client.version().generation == 9
+    assert len(client.adapter._contexts) == 1, "the replaced file's context is dropped"
