@@ -33,6 +33,7 @@ from sanlens.hosts.sources import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import Snapshot
 from sanlens.ontap.collector import OntapSource
+from soak import add_scale_arguments
 
 
 def _median_ms(fn: Any, runs: int) -> float:
@@ -46,10 +47,7 @@ def _median_ms(fn: Any, runs: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--luns", type=int, default=10000)
-    ap.add_argument("--volumes", type=int, default=5000)
-    ap.add_argument("--disks", type=int, default=2000)
-    ap.add_argument("--nodes", type=int, default=24)
+    add_scale_arguments(ap)
     ap.add_argument("--scenario", default="healthy")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--json", type=Path)

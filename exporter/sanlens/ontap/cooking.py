@@ -224,7 +224,7 @@ def cook_table(
     def bases(spec: CounterSpec) -> list[float | None]:
         got = bases_of.get(spec.base)
         if got is None:
-            got = bases_of[spec.base] = _base_deltas(spec, curs, prevs)
+            got = bases_of[spec.base] = _base_deltas(spec.base, curs, prevs)
         return got
 
     for name in names:
@@ -304,11 +304,10 @@ def _note_backwards(ds: list[Any], dropped: set[int]) -> None:
             dropped.add(i)
 
 
-def _base_deltas(spec: CounterSpec, curs: list[CounterRow], prevs: list[CounterRow]) -> list[float | None]:
+def _base_deltas(base: str, curs: list[CounterRow], prevs: list[CounterRow]) -> list[float | None]:
     """The base counter's delta per row (a one-element array counts as a scalar); None where unusable."""
-    base = spec.base
-    cv = [r.counters.get(base) for r in curs] if base else [None] * len(curs)
-    pv = [r.counters.get(base) for r in prevs] if base else cv
+    cv = [r.counters.get(base) for r in curs]
+    pv = [r.counters.get(base) for r in prevs]
     try:
         return [b if b >= 0 else None for b in [c - p for c, p in zip(cv, pv, strict=True)]]  # type: ignore[operator]
     except TypeError:

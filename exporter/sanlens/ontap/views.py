@@ -87,12 +87,11 @@ def table_fields(tables: Iterable[CookedTable]) -> FieldRows:
                         else:
                             have[i] = (have[i] or 0.0) + x * vs
                 continue
-            scaled = [None if x is None else x * vs for x in col.values]
             if have is None:
-                fields[cdef.view] = [None if x is None else 0.0 + x for x in scaled]
+                fields[cdef.view] = [None if x is None else 0.0 + x * vs for x in col.values]
             else:
                 fields[cdef.view] = [
-                    h if x is None else (h or 0.0) + x for h, x in zip(have, scaled, strict=True)
+                    h if x is None else (h or 0.0) + x * vs for h, x in zip(have, col.values, strict=True)
                 ]
         items = list(fields.items())
         for i, row in enumerate(t.rows):
