@@ -2,8 +2,10 @@
 """Conformance of the simulator with NetApp Harvest: run a real Harvest poller against it.
 
 Starts the simulator (HTTPS, in this process, logging every request), writes a ``harvest.yml``
-for one poller with the Rest (Aggregate, Disk, Lun, Node, Volume, Status), RestPerf (Disk, Lun,
-SystemNode, FcpPort, FcpLif; data every 20 s) and KeyPerf (Volume; data every 20 s) collectors,
+for one poller with the Rest (Aggregate, Disk, Lun, Node, Volume, Status, LIF, NetPort, Namespace,
+FCP, Cluster), RestPerf (Disk, Lun, SystemNode, FcpPort, FcpLif, ISCSI, NVMfLif, Namespace, WAFL;
+data every 20 s) and KeyPerf (Volume; data every 20 s) collectors: Harvest's objects for
+everything sanlens models (RestPerf's ``lif`` and ``nic_common`` tables are not read by sanlens),
 runs Harvest's ``bin/poller`` for ``--seconds`` and then reports, per object:
 
 - requests the simulator refused (any 4xx/5xx, a 404 above all);
@@ -47,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections import defaultdict
@@ -56,7 +59,7 @@ from typing import Any
 
 from sanlens.sim.server import Simulator
 
-OBJECTS = ("Aggregate", "Disk", "Lun", "Node", "Volume")
+OBJECTS = ("Aggregate", "Disk", "Lun", "Node", "Volume", "LIF", "NetPort", "Namespace", "FCP", "Cluster")
 
 # The simulator's request paths and the objects whose polls send them.
 PATH_OBJECT = {
@@ -74,6 +77,15 @@ PATH_OBJECT = {
     "/api/storage/disks": "Disk",
     "/api/private/cli/node": "Node",
     "/api/cluster/nodes": "Node",
+    "/api/network/ip/interfaces": "LIF",
+    "/api/private/cli/network/interface": "LIF",
+    "/api/network/ethernet/ports": "NetPort",
+    "/api/private/cli/network/port": "NetPort",
+    "/api/private/cli/network/port/ifgrp": "NetPort",
+    "/api/storage/namespaces": "Namespace",
+    "/api/network/fc/ports": "FCP",
+    "/api/storage/cluster": "Cluster",
+    "/api/cluster": "Cluster",
 }
 
 # Fields Harvest asks for that do not apply to anything in the simulated estate, so ONTAP leaves
@@ -95,6 +107,16 @@ NOT_APPLICABLE = {
     },
     "/api/storage/disks": {"outage.reason.message", "aggregates.name", "protection_mode"},
     "/api/storage/aggregates": {"cloud_storage.stores.#.cloud_store.name"},
+    # LIFs given their addresses directly have no subnet; physical ports have no LAG or VLAN part
+    "/api/network/ip/interfaces": {"subnet.name"},
+    "/api/network/ethernet/ports": {
+        "lag.active_ports.name",
+        "lag.distribution_policy",
+        "lag.mode",
+        "vlan.base_port.name",
+        "vlan.base_port.node.name",
+        "vlan.tag",
+    },
 }
 
 # Families each object must put on the poller's Prometheus page.
@@ -114,7 +136,33 @@ EXPECTED_FAMILIES = {
     "Aggregate": ("aggr_labels", "aggr_space_total", "aggr_space_used", "aggr_new_status"),
     "Disk": ("disk_labels", "disk_uptime", "disk_stats_io_kbps", "disk_new_status"),
     "Node": ("node_labels", "node_uptime", "node_cpu_busytime", "node_new_status"),
+    "Cluster": ("cluster_space_available",),
 }
+
+
+def expected_families(sim_url: str, ctx: ssl.SSLContext) -> dict[str, tuple[str, ...]]:
+    """EXPECTED_FAMILIES plus those of the front ends and namespaces the simulated estate has: the
+    LIF and port inventory, iSCSI and NVMe LIF performance (RestPerf ISCSI, NVMfLif), FC ports,
+    namespaces (Rest and RestPerf Namespace)."""
+    out = dict(EXPECTED_FAMILIES)
+    services = {
+        s
+        for r in replay(sim_url, "/api/network/ip/interfaces?fields=services", ctx)
+        for s in r.get("services", [])
+    }
+    if services:
+        out["LIF"] = ("lif_labels",)
+        out["NetPort"] = ("net_port_status",)  # NetPort exports its labels on every metric: no _labels
+    if "data_iscsi" in services:
+        out["LIF"] += ("iscsi_lif_read_data", "iscsi_lif_iscsi_read_ops", "iscsi_lif_avg_read_latency")
+    if "data_nvme_tcp" in services:
+        out["LIF"] += ("nvme_lif_read_ops", "nvme_lif_avg_read_latency")
+    if replay(sim_url, "/api/network/fc/ports?fields=name", ctx):
+        out["FCP"] = ("fcp_labels", "fcp_read_data", "fcp_lif_read_ops")
+    if replay(sim_url, "/api/storage/namespaces?fields=name", ctx):
+        out["Namespace"] = ("namespace_labels", "namespace_read_ops", "namespace_avg_read_latency")
+    return out
+
 
 LOG_SUSPECT = re.compile(r"\b(404|not found|missing|unknown|no best-fit|failed|invalid)\b", re.IGNORECASE)
 LOG_LEVEL = re.compile(r"\b(ERR|WRN|ERROR|WARN)\b|level=(error|warn)", re.IGNORECASE)
@@ -143,6 +191,15 @@ class RequestLog(logging.Handler):
         if m:
             self.requests.append((m.group(2), int(m.group(3))))
             self.times.append(time.monotonic())
+
+    def perf_last(self) -> dict[str, float]:
+        """When each performance object (as in ``perf_polls``) was last asked for its rows."""
+        last: dict[str, float] = {}
+        for (href, _status), t in zip(list(self.requests), list(self.times), strict=False):
+            key = perf_poll_key(href)
+            if key is not None:
+                last[key] = t
+        return last
 
     def perf_polls(self) -> dict[str, int]:
         """Data polls answered so far per performance object (key: RestPerf table or ``keyperf:volume``).
@@ -215,6 +272,11 @@ TEMPLATES = {
                 ("Node", "node.yaml"),
                 ("Volume", "volume.yaml"),
                 ("Status", "status.yaml"),
+                ("LIF", "lif.yaml"),
+                ("NetPort", "netport.yaml"),
+                ("Namespace", "namespace.yaml"),
+                ("FCP", "fcp.yaml"),
+                ("Cluster", "cluster.yaml"),
             )
         },
     ),
@@ -227,6 +289,10 @@ TEMPLATES = {
             "SystemNode": "system_node.yaml",
             "FcpPort": "fcp.yaml",
             "FcpLif": "fcp_lif.yaml",
+            "ISCSI": "iscsi_lif.yaml",
+            "NVMfLif": "nvmf_lif.yaml",
+            "Namespace": "namespace.yaml",
+            "WAFL": "wafl.yaml",
         },
     ),
     "keyperf": ("KeyPerf", "20s", {"Volume": "volume.yaml"}),
@@ -335,7 +401,10 @@ def replay(sim_url: str, href: str, ctx: ssl.SSLContext) -> list[dict[str, Any]]
     records: list[dict[str, Any]] = []
     url = sim_url + href
     for _ in range(100):
-        body = json.loads(fetch(url, ctx))
+        try:
+            body = json.loads(fetch(url, ctx))
+        except urllib.error.HTTPError:  # refused: reported with the poller's own request
+            break
         records += body.get("records", [])
         nxt = body.get("_links", {}).get("next", {}).get("href")
         if not nxt:
@@ -375,13 +444,21 @@ def parse_families(text: str) -> dict[str, list[dict[str, str]]]:
     return out
 
 
-def check_page(text: str, serial_hex: dict[tuple[str, str, str], str], report: Report) -> None:
+def check_page(
+    text: str,
+    serial_hex: dict[tuple[str, str, str], str],
+    expected: dict[str, tuple[str, ...]],
+    report: Report,
+) -> None:
     """``serial_hex``: (svm, volume, lun) -> the hex of that LUN's serial."""
     fams = parse_families(text)
-    for obj, names in EXPECTED_FAMILIES.items():
+    for obj, names in expected.items():
         for n in names:
             if not fams.get(n):
                 report.missing_families[obj].append(n)
+    for lv in fams.get("lif_labels", []):  # the CLI's data-protocol: what tells iSCSI from NVMe/TCP
+        if not lv.get("protocols"):
+            report.missing_families["LIF"].append(f"lif_labels{{lif={lv.get('lif')!r}}}: no protocols")
     seen = {
         (s.get("svm", ""), s.get("volume", ""), s.get("lun", "")): s.get("serial_hex")
         for s in fams["lun_labels"]
@@ -392,8 +469,8 @@ def check_page(text: str, serial_hex: dict[tuple[str, str, str], str], report: R
             report.missing_families["Lun"].append(f"lun_labels{key}: serial_hex {got!r}, want {want!r}")
 
 
-def check_prometheus(port: int, report: Report) -> None:
-    for obj, names in EXPECTED_FAMILIES.items():
+def check_prometheus(port: int, expected: dict[str, tuple[str, ...]], report: Report) -> None:
+    for obj, names in expected.items():
         for n in names:
             q = urllib.parse.urlencode({"query": f"count({n})"})
             body = json.loads(fetch(f"http://127.0.0.1:{port}/api/v1/query?{q}"))
@@ -450,7 +527,11 @@ def wait_for_polls(
     deadline = time.monotonic() + timeout
     while True:
         seen = reqlog.perf_polls()
-        wanted = set(PERF_OBJECTS) | set(seen)
+        # a table asked once and not again for a minute has no instances here (no NVMe LIF on an
+        # iSCSI site): Harvest stops polling it, so there is nothing to wait for
+        last = reqlog.perf_last()
+        gone = {k for k, n in seen.items() if n == 1 and time.monotonic() - last.get(k, 0.0) > 60.0}
+        wanted = set(PERF_OBJECTS) | (set(seen) - gone)
         if all(seen.get(k, 0) >= polls for k in wanted):
             time.sleep(5.0)  # the last poll's answer is parsed and handed to the exporter
             return reqlog.perf_polls()
@@ -604,9 +685,10 @@ def main(argv: list[str] | None = None) -> int:
             .hex()
             for x in luns
         }
-        check_page(page, serial_hex, report)
+        expected = expected_families(sim.url, ctx)
+        check_page(page, serial_hex, expected, report)
         if prom_api:
-            check_prometheus(prom_api, report)
+            check_prometheus(prom_api, expected, report)
         stop(poller_proc)
         scan_log(log_path.read_text(errors="replace"), report)
         seen = sorted({f"{status} {urllib.parse.unquote(path)}" for path, status in reqlog.requests})

@@ -1,6 +1,7 @@
 """The simulator's CLI pass-through (``/api/private/cli/...``) and the REST requests of NetApp
-Harvest's Rest collector (objects Aggregate, Disk, Lun, Node, Volume) and KeyPerf collector
-(Volume), against ONTAP 9.12.1 (the simulator's default).
+Harvest's Rest collector (objects Aggregate, Disk, Lun, Node, Volume; LIF, NetPort and Cluster on
+the iSCSI and NVMe/TCP scenarios) and KeyPerf collector (Volume), against ONTAP 9.12.1 (the
+simulator's default).
 
 ``HARVEST_REQUESTS`` are the requests a Harvest poller (templates conf/rest/9.12.0/{aggr,disk,lun,
 node,volume}.yaml, conf/keyperf/9.11.1/volume.yaml and their plugins) sent to the simulator in
@@ -11,6 +12,7 @@ one answers 200 with every field it asks for, and the CLI's values agree with th
 from __future__ import annotations
 
 import math
+import re
 import urllib.parse
 from typing import Any
 
@@ -463,3 +465,84 @@ def test_counters_stay_put_without_the_clock() -> None:
         a = cli(s, "node", "cpu_busy_time")
         b = cli(s, "node", "cpu_busy_time")
     assert a == b
+
+
+# ------------------------------------------------------------------ iSCSI and NVMe/TCP front ends
+# What Harvest's Rest LIF, NetPort and Cluster objects (conf/rest/9.12.0/{lif,netport}.yaml,
+# conf/rest/9.10.0/cluster.yaml) and RestPerf Namespace (conf/restperf/9.12.0/namespace.yaml) sent
+# to the simulator's iscsi and nvme-tcp scenarios in bench/harvest_conformance.py.
+FRONT_END_REQUESTS: tuple[tuple[str, str], ...] = (
+    (
+        "Rest:LIF",
+        "api/private/cli/network/interface?fields=address,data_protocol,lif,vserver"
+        "&ignore_unknown_fields=true&max_records=500&return_records=true",
+    ),
+    (
+        "Rest:NetPort",
+        "api/private/cli/network/port?fields=duplex_admin,duplex_oper,flowcontrol_admin,health_status,node,"
+        "port,role,speed_admin&ignore_unknown_fields=true&max_records=500&return_records=true",
+    ),
+)
+IFGRP_REQUEST = (
+    "api/private/cli/network/port/ifgrp?fields=activeports,distr_func,down_ports,ifgrp,node,ports,up_ports"
+    "&ignore_unknown_fields=true&max_records=500&return_records=true"
+)
+STORAGE_CLUSTER_REQUEST = (
+    "api/storage/cluster?fields=block_storage,block_storage.available"
+    "&ignore_unknown_fields=true&max_records=500&return_records=true"
+)
+NAMESPACE_ROWS_REQUEST = (
+    "api/cluster/counter/tables/namespace/rows?counters.name=average_other_latency|average_read_latency|"
+    "average_write_latency|other_ops|read_data|read_ops|remote.other_ops|remote.read_data|remote.read_ops|"
+    "remote.write_data|remote.write_ops|write_data|write_ops&fields=*&max_records=500&return_records=true"
+)
+
+
+@pytest.mark.parametrize("scenario", ["iscsi", "nvme-tcp"])
+def test_harvest_front_end_requests_are_answered(scenario: str) -> None:
+    protocol = {"iscsi": "iscsi", "nvme-tcp": "nvme-tcp"}[scenario]
+    with Simulator(scenario) as s:
+        for who, href in FRONT_END_REQUESTS:
+            path, query = split(href)
+            recs, _ = follow(s, url_of(s, path, query))
+            assert recs, f"{who}: no records"
+            for f in query["fields"].split(","):
+                assert all(has(r, f) for r in recs), f"{who}: a record lacks {f!r}"
+            strict = {k: v for k, v in query.items() if k != "ignore_unknown_fields"}
+            assert requests.get(url_of(s, path, strict), timeout=10).status_code == 200, who
+        # the CLI lists every SAN LIF (FC ones with their WWPN); each IP LIF of the REST collection
+        # is there by (vserver, lif) with its address and its data protocol, the key Harvest joins on
+        lifs = {(r["vserver"], r["lif"]): r for r in cli(s, "network/interface", "address,data_protocol")}
+        ip = rest(s, "/api/network/ip/interfaces", "name,svm.name,ip.address,services")
+        assert ip
+        for r in ip:
+            row = lifs[(r["svm"]["name"], r["name"])]
+            assert row["address"] == r["ip"]["address"]
+            assert row["data_protocol"] == [protocol]
+        fc = [r for r in lifs.values() if r["data_protocol"] == ["fcp"]]
+        assert all(re.fullmatch(r"(?:[0-9a-f]{2}:){7}[0-9a-f]{2}", r["address"]) for r in fc)
+        # ports: the Ethernet ports under those LIFs, speed in Mbit/s as the REST port gives it
+        ports = {(r["node"], r["port"]): r for r in cli(s, "network/port", "speed_oper,link")}
+        eth = rest(s, "/api/network/ethernet/ports", "name,node.name,speed,state")
+        assert set(ports) == {(r["node"]["name"], r["name"]) for r in eth}
+        for r in eth:
+            assert ports[(r["node"]["name"], r["name"])]["speed_oper"] == str(int(r["speed"]))
+        # no interface group in the simulated estate: an empty answer, not a 404
+        path, query = split(IFGRP_REQUEST)
+        assert follow(s, url_of(s, path, query))[0] == []
+        # the cluster's block storage is its aggregates' space
+        path, query = split(STORAGE_CLUSTER_REQUEST)
+        r = requests.get(url_of(s, path, query), timeout=10)
+        assert r.status_code == 200
+        block = r.json()["block_storage"]
+        aggrs = rest(s, "/api/storage/aggregates", "space.block_storage.size,space.block_storage.available")
+        assert block["available"] == sum(a["space"]["block_storage"]["available"] for a in aggrs)
+        assert block["size"] == sum(a["space"]["block_storage"]["size"] for a in aggrs)
+        # RestPerf Namespace asks for the namespace table's remote.* counters too
+        if scenario == "nvme-tcp":
+            path, query = split(NAMESPACE_ROWS_REQUEST)
+            rows, _ = follow(s, url_of(s, path, query))
+            assert rows
+            wanted = set(query["counters.name"].split("|"))
+            for row in rows:
+                assert {c["name"] for c in row["counters"]} == wanted

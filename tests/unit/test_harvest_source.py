@@ -93,7 +93,7 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
                 },
                 1.0,
             ),
-            ({"__name__": "net_port_labels", "node": "n1", "port": "e0d", "op_speed": "10000"}, 1.0),
+            ({"__name__": "net_port_status", "node": "n1", "port": "e0d", "op_speed": "10000"}, 1.0),
         ),
         "ns": vector(
             ({"__name__": "namespace_read_ops", "svm": "s1", "volume": "v2", "path": "/vol/v2/ns1"}, 300.0),
@@ -198,3 +198,43 @@ def test_each_kind_is_one_query_aggregated_to_the_labels_read() -> None:
         in q
     )
     assert q.count('cluster="c1"') == 2 and READ_BY[LUN][1][0][0] == "lun_labels"
+
+
+@responses.activate
+def test_an_older_harvest_without_serial_hex_is_named_not_silently_unjoined() -> None:
+    lun = {"svm": "s1", "volume": "v1", "lun": "l1"}
+    with_serial = vector(
+        ({"__name__": "lun_read_ops", **lun}, 10.0),
+        (
+            {
+                "__name__": "lun_labels",
+                **lun,
+                "node": "n1",
+                "state": "online",
+                "serial_hex": "35385046684b6a6955373363",
+            },
+            1.0,
+        ),
+    )
+    without = vector(
+        ({"__name__": "lun_read_ops", **lun}, 10.0),
+        ({"__name__": "lun_labels", **lun, "node": "n1", "state": "online"}, 1.0),
+    )
+    for page, named in ((with_serial, False), (without, True)):
+        responses.reset()
+
+        def answer(req: Any, page: dict[str, Any] = page) -> tuple[int, dict[str, str], str]:
+            import json
+
+            return 200, {}, json.dumps(page if "lun_read_ops" in req.url else vector())
+
+        responses.add_callback(responses.GET, f"{PROM}/api/v1/query", callback=answer)
+        directory = LunDirectory()
+        src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), directory)
+        inputs = src.poll().inputs
+        src.close()
+        assert inputs is not None
+        assert ("serial_hex" in inputs["labels_missing"].get("lun_labels", [])) is named
+        why = inputs["starved"].get("san_oversubscription", [])
+        assert any("serial_hex" in w for w in why) is named
+        assert (directory.by_serial("58PFhKjiU73c") is not None) is not named

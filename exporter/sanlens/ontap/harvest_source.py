@@ -58,7 +58,7 @@ Sample = tuple[dict[str, str], float]
 FRONT = ("iscsi_lif_iscsi_read_ops", "iscsi_lif_iscsi_write_ops", "iscsi_lif_read_data", "iscsi_lif_write_data",
          "iscsi_lif_avg_read_latency", "iscsi_lif_avg_write_latency", "nvme_lif_read_ops", "nvme_lif_write_ops",
          "nvme_lif_read_data", "nvme_lif_write_data", "nvme_lif_avg_read_latency", "nvme_lif_avg_write_latency",
-         "lif_labels", "net_port_labels")  # fmt: skip
+         "lif_labels", "net_port_status")  # fmt: skip
 # NVMe namespaces (RestPerf Namespace; Rest Namespace: the UUID that joins host namespaces)
 NAMESPACE = ("namespace_read_ops", "namespace_write_ops", "namespace_other_ops", "namespace_read_data",
              "namespace_write_data", "namespace_avg_read_latency", "namespace_avg_write_latency",
@@ -73,7 +73,7 @@ READ_BY: dict[tuple[str, ...], tuple[str, tuple[tuple[str, str], ...]]] = {
         "svm, lif, node, port",
         (
             ("lif_labels", "svm, lif, node, port, protocols, status"),
-            ("net_port_labels", "node, port, op_speed"),
+            ("net_port_status", "node, port, op_speed"),
         ),
     ),
     NAMESPACE: ("svm, volume, path", (("namespace_labels", "svm, volume, path, uuid, node, state"),)),
@@ -167,7 +167,16 @@ class HarvestSource:
             },
             1,
         )
-        return Snapshot(self.name, "ontap", now, b.build(), view, inputs=harvest_status())
+        return Snapshot(self.name, "ontap", now, b.build(), view, inputs=harvest_status(_labels_missing(lun)))
+
+
+def _labels_missing(lun: dict[str, list[Sample]]) -> dict[str, list[str]]:
+    """Labels sanlens joins on that the page lacks: ``serial_hex`` came with Harvest 26.02, and without
+    it no host disk finds its LUN. Logged by the caller's status, once per poll, not per LUN."""
+    infos = lun.get("lun_labels", [])
+    if infos and not any(lv.get("serial_hex") for lv, _ in infos):
+        return {"lun_labels": ["serial_hex"]}
+    return {}
 
 
 def query_of(names: tuple[str, ...], selector: str) -> str:
@@ -193,6 +202,12 @@ def lun_path(labels: dict[str, str]) -> str:
     """Harvest splits a LUN's path into volume, qtree and lun: put it back (/vol/<volume>[/<qtree>]/<lun>)."""
     parts = [labels.get("volume", ""), labels.get("qtree", ""), labels.get("lun", "")]
     return "/vol/" + "/".join(p for p in parts if p)
+
+
+def per_op(latency: float | None, ops: float | None) -> float | None:
+    """A latency per operation, None when there were no operations: Harvest exports an average over
+    a zero base as 0 (an idle LIF reads "0 µs"), where the counter tables' cooking leaves it unset."""
+    return None if ops == 0 else latency
 
 
 def serial_of(serial_hex: str) -> str:
@@ -226,8 +241,8 @@ def _luns(cluster: str, s: dict[str, list[Sample]]) -> list[LunStats]:
                 g("lun_read_ops"),
                 g("lun_write_ops"),
                 None,
-                g("lun_avg_read_latency", US),
-                g("lun_avg_write_latency", US),
+                per_op(g("lun_avg_read_latency", US), g("lun_read_ops")),
+                per_op(g("lun_avg_write_latency", US), g("lun_write_ops")),
                 g("lun_read_data"),
                 g("lun_write_data"),
                 lv.get("state", ""),
@@ -254,7 +269,9 @@ def _volumes(cluster: str, s: dict[str, list[Sample]]) -> tuple[VolumeStats, ...
             VolumeStats(
                 cluster, key[0], key[1], lv.get("aggr", ""), lv.get("node", ""), lv.get("style", ""),
                 g("volume_read_ops"), g("volume_write_ops"), g("volume_other_ops"), g("volume_total_ops"),
-                g("volume_read_latency", US), g("volume_write_latency", US), g("volume_avg_latency", US),
+                per_op(g("volume_read_latency", US), g("volume_read_ops")),
+                per_op(g("volume_write_latency", US), g("volume_write_ops")),
+                per_op(g("volume_avg_latency", US), g("volume_total_ops")),
             )
         )  # fmt: skip
     return tuple(out)
@@ -349,7 +366,8 @@ def _namespaces(
             LunStats(
                 cluster, svm, volume or lv.get("volume", ""), path, "", lv.get("node", ""),
                 g("namespace_read_ops"), g("namespace_write_ops"), g("namespace_other_ops"),
-                g("namespace_avg_read_latency", US), g("namespace_avg_write_latency", US),
+                per_op(g("namespace_avg_read_latency", US), g("namespace_read_ops")),
+                per_op(g("namespace_avg_write_latency", US), g("namespace_write_ops")),
                 g("namespace_read_data"), g("namespace_write_data"), lv.get("state", ""), kind="namespace",
             )
         )  # fmt: skip
@@ -361,7 +379,7 @@ def _lifs(cluster: str, s: dict[str, list[Sample]], fc: dict[tuple[str, ...], fl
     inventory and its speed from the Ethernet port's (Mbit/s); an NVMe LIF no IP LIF names is NVMe/FC,
     on the FC port its series name (``fc``: the FC ports' speeds)."""
     ip = {(lv.get("svm", ""), lv.get("lif", "")): lv for lv, _ in s.get("lif_labels", ())}
-    eth = port_speeds(s.get("net_port_labels", []), "op_speed", per_gbps=1000.0)
+    eth = port_speeds(s.get("net_port_status", []), "op_speed", per_gbps=1000.0)
     out = []
     for prefix, ops in (("iscsi_lif_", "iscsi_lif_iscsi_"), ("nvme_lif_", "nvme_lif_")):
         keys = ("svm", "lif", "node", "port")
@@ -371,7 +389,8 @@ def _lifs(cluster: str, s: dict[str, list[Sample]], fc: dict[tuple[str, ...], fl
             svm, lif, node, port = key
             inv = ip.get((svm, lif))
             protocol = "iscsi" if prefix == "iscsi_lif_" else "nvme_tcp" if inv is not None else "nvme_fc"
-            where = inv.get("port", "") if inv is not None else port
+            # nvmf_lif's port_id, as the REST collector reads it: the port after the node's name
+            where = inv.get("port", "") if inv is not None else port.rsplit(":", 1)[-1]
             node = node or (inv.get("node", "") if inv is not None else "")
             speed = eth.get((node, where)) if inv is not None else fc.get((node, where))
 
@@ -382,7 +401,8 @@ def _lifs(cluster: str, s: dict[str, list[Sample]], fc: dict[tuple[str, ...], fl
             out.append(
                 LifStats(
                     cluster, node, svm, lif, protocol, where, speed, inv.get("status", "") if inv else "",
-                    g("read_ops"), g("write_ops"), g("avg_read_latency", US), g("avg_write_latency", US),
+                    g("read_ops"), g("write_ops"), per_op(g("avg_read_latency", US), g("read_ops")),
+                    per_op(g("avg_write_latency", US), g("write_ops")),
                     g("read_data"), g("write_data"),
                 )
             )  # fmt: skip

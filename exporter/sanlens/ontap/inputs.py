@@ -61,10 +61,23 @@ ASA_R2_LACK: dict[str, str] = {
 # what sanlens does not read from NetApp Harvest's series (source: prometheus)
 HARVEST_LACK: dict[str, str] = {
     "background_operation_impact": "RAID reconstruct and volume-move progress are not read from Harvest's series",
-    "aggregate_degraded": "aggregate and RAID group state are not read from Harvest's series",
-    "disk_failed": "disk state is not read from Harvest's series",
+    "aggregate_degraded": "aggregate and RAID group state are not read from Harvest's series (aggr_new_status, "
+    "aggr_labels state)",
+    "disk_failed": "disk state is not read from Harvest's series (disk_new_status)",
     "fc_port_down": "Harvest's fcp series carry no port state",
     "disk_busy_imbalance": "Harvest's raid_disk_busy carries no RAID position: parity disks count as data",
+    "cpu_domain_serial_bottleneck": "Harvest exports no processor count: serial occupancy is Kahuna's busy "
+    "alone, without WAFL_Ex / (N_cpu - 1)",
+    "volume_affinity_concentration": "Harvest exports no processor count: CPU pressure is Kahuna's busy alone, "
+    "without WAFL_Ex per core",
+    "lun_not_online": "Harvest's lun_labels carry no space reservation: only the LUN state is judged, not thin "
+    "LUNs in nearly full volumes",
+}
+# what the series of an older Harvest lack, found on the page it exported (diagnosis -> why)
+NO_SERIAL_HEX: dict[str, str] = {
+    did: "lun_labels carry no serial_hex (NetApp Harvest before 26.02): host disks cannot be joined to their "
+    "LUNs, so the array's side of this diagnosis is missing"
+    for did in ("san_oversubscription", "host_queue_limited", "latency_slo", "lun_iops_ceiling")
 }
 
 
@@ -106,13 +119,21 @@ def status(
     }
 
 
-def harvest_status() -> dict[str, Any]:
-    """The inputs of a cluster read from Harvest's series through a Prometheus query API."""
+def harvest_status(labels_missing: Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
+    """The inputs of a cluster read from Harvest's series through a Prometheus query API.
+
+    ``labels_missing``: family -> labels the page lacks that sanlens reads (an older Harvest)."""
+    starved = {did: [why] for did, why in HARVEST_LACK.items()}
+    missing = {f: sorted(ls) for f, ls in sorted((labels_missing or {}).items()) if ls}
+    if "serial_hex" in missing.get("lun_labels", ()):
+        for did, why in NO_SERIAL_HEX.items():
+            starved.setdefault(did, []).append(why)
     return {
         "personality": "",
         "collection": "prometheus",
         "tables_missing": [],
         "counters_missing": {},
         "endpoints_missing": {},
-        "starved": {did: [why] for did, why in sorted(HARVEST_LACK.items())},
+        "labels_missing": missing,
+        "starved": {did: sorted(why) for did, why in sorted(starved.items())},
     }

@@ -244,6 +244,10 @@ class Handler(BaseHTTPRequestHandler):
                     malformed,
                 )
                 return
+            if path == "/api/storage/cluster":
+                record = ontap_collections.storage_cluster_record(w)
+                self._json(200, ontap_api.project(record, ontap_api.fields_of(query)), malformed)
+                return
             if path.startswith(TABLES_PREFIX):
                 self._tables(estate, w, t, path, raw_path, query, malformed)
                 return

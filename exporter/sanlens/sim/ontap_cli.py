@@ -1,7 +1,8 @@
 """ONTAP's CLI pass-through, ``/api/private/cli/<command>``: the ``show`` commands of ``lun``,
 ``volume`` (and its ``efficiency stat``, ``footprint``, ``snapshot autodelete``), ``storage
-aggregate`` (``aggr``; and ``show-space``), ``storage disk`` (``disk``) and ``system node``
-(``node``).
+aggregate`` (``aggr``; and ``show-space``), ``storage disk`` (``disk``), ``system node``
+(``node``), ``network interface`` (every SAN LIF, FC ones included, as the CLI lists them) and
+``network port`` (the Ethernet ports; ``ifgrp``: none in the simulated estate).
 
 Records are flat: the command's key fields (always returned) plus the ``fields`` asked for, under
 the CLI's field names with ``-`` written ``_``; a field whose value is ``-`` on the CLI (one that does
@@ -29,6 +30,9 @@ from sanlens.sim.ontap_collections import (
     aggregate_space,
     disk_rest_uid,
     disk_usable_size,
+    ethernet_ports,
+    fc_lif_wwpn,
+    ip_address,
     node_location,
     volume_space,
 )
@@ -404,6 +408,60 @@ def node_rows(estate: Estate, w: World, t: float) -> list[Json]:
     return out
 
 
+# ------------------------------------------------------------------ network interface / port show
+# the CLI's data-protocol values of the simulated LIFs' protocols (a list field: one each here)
+DATA_PROTOCOL = {"fcp": "fcp", "nvme_fc": "fc-nvme", "iscsi": "iscsi", "nvme_tcp": "nvme-tcp"}
+
+
+def interface_rows(estate: Estate, w: World, t: float) -> list[Json]:
+    out: list[Json] = []
+    for x in w.lifs:
+        up = x.port_state != "down" if x.ethernet else x.port_state == "online"
+        row: Json = {
+            "vserver": x.svm,
+            "lif": x.name,
+            "role": "data",
+            "data_protocol": [DATA_PROTOCOL[x.protocol]],
+            "address": ip_address(w, x) if x.ethernet else fc_lif_wwpn(w, x),
+            "home_node": x.node,
+            "home_port": x.port,
+            "curr_node": x.node,
+            "curr_port": x.port,
+            "status_admin": "up",
+            "status_oper": "up" if up else "down",
+            "is_home": True,
+        }
+        if x.ethernet:
+            row["netmask"] = "255.255.255.0"
+        out.append(row)
+    return out
+
+
+def port_rows(estate: Estate, w: World, t: float) -> list[Json]:
+    out: list[Json] = []
+    for x in ethernet_ports(w):
+        up = x.port_state != "down"
+        out.append(
+            {
+                "node": x.node,
+                "port": x.port,
+                "link": "up" if up else "down",
+                "mtu": 9000,
+                "ipspace": "Default",
+                "broadcast_domain": "Default",
+                "type": "physical",
+                "role": "data",
+                "duplex_admin": "auto",
+                "duplex_oper": "full",
+                "flowcontrol_admin": "none",
+                "speed_admin": "auto",
+                "speed_oper": str(x.speed_gbps * 1000),  # Mbit/s
+                "health_status": "healthy",
+            }
+        )
+    return out
+
+
 COMMANDS: dict[str, Command] = {
     "lun": Command(("vserver", "path"), LUN_FIELDS, lun_rows),
     "volume": Command(("vserver", "volume"), VOLUME_FIELDS, volume_rows),
@@ -496,6 +554,46 @@ COMMANDS: dict[str, Command] = {
             "cpu_busy_time",
         ),
         node_rows,
+    ),
+    "network/interface": Command(
+        ("vserver", "lif"),
+        (
+            "role",
+            "data_protocol",
+            "address",
+            "netmask",
+            "home_node",
+            "home_port",
+            "curr_node",
+            "curr_port",
+            "status_admin",
+            "status_oper",
+            "is_home",
+        ),
+        interface_rows,
+    ),
+    "network/port": Command(
+        ("node", "port"),
+        (
+            "link",
+            "mtu",
+            "ipspace",
+            "broadcast_domain",
+            "type",
+            "role",
+            "duplex_admin",
+            "duplex_oper",
+            "flowcontrol_admin",
+            "speed_admin",
+            "speed_oper",
+            "health_status",
+        ),
+        port_rows,
+    ),
+    "network/port/ifgrp": Command(
+        ("node", "ifgrp"),
+        ("distr_func", "mode", "mac", "activeports", "ports", "up_ports", "down_ports"),
+        lambda estate, w, t: [],
     ),
 }
 

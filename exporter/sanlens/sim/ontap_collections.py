@@ -93,6 +93,14 @@ def aggregate_space(w: World, a: Aggregate) -> Json:
     return {"size": size, "used": used, "available": size - used, "volume_count": len(vols)}
 
 
+def storage_cluster_record(w: World) -> Json:
+    """``/api/storage/cluster``: the cluster's block storage, the sum of its aggregates' spaces."""
+    spaces = [aggregate_space(w, a) for a in w.aggregates]
+    size = sum(x["size"] for x in spaces)
+    used = sum(x["used"] for x in spaces)
+    return {"block_storage": {"size": size, "available": size - used, "used": used}}
+
+
 def node_location(w: World) -> str:
     return f"{w.cluster} lab"
 
@@ -540,24 +548,34 @@ def ethernet_port_uuid(w: World, x: Lif) -> str:
     return stable_uuid(w.cluster, "ethport", x.node, x.port)
 
 
+def fc_lif_wwpn(w: World, x: Lif) -> str:
+    """An FC or NVMe/FC LIF's own WWPN (its address; the port under it has another)."""
+    u = stable_uuid(w.cluster, "fclif", x.svm, x.name)
+    return "20:0a:00:a0:98:" + ":".join(u[i : i + 2] for i in (0, 2, 4))
+
+
+def ip_address(w: World, x: Lif) -> str:
+    """An iSCSI or NVMe/TCP LIF's address: a subnet per node, a host number per LIF on it."""
+    nodes = [n.name for n in w.nodes]
+    same = [y for y in w.ip_lifs if y.node == x.node]
+    return f"192.168.{nodes.index(x.node) + 10}.{10 + same.index(x)}"
+
+
 def ip_interface_records(estate: Estate, w: World, page: list[Lif], t: float, with_stats: bool) -> list[Json]:
     """``/api/network/ip/interfaces``: the iSCSI and NVMe/TCP data LIFs (FC LIFs are not IP
     interfaces). ``statistics.throughput_raw``: read is what the LIF sent (host reads), write
     what it received."""
     cs = estate.counters["lif"]
-    nodes = [n.name for n in w.nodes]
     out = []
     for x in page:
         node = {"name": x.node, "uuid": node_uuid(w, x.node)}
         port = {"name": x.port, "uuid": ethernet_port_uuid(w, x), "node": {"name": x.node}}
-        same = [y for y in w.ip_lifs if y.node == x.node]
-        host = 10 + same.index(x)
         rec: Json = {
             "uuid": ip_interface_uuid(w, x),
             "name": x.name,
             "svm": {"name": x.svm, "uuid": svm_uuid(w, x.svm)},
             "ip": {
-                "address": f"192.168.{nodes.index(x.node) + 10}.{host}",
+                "address": ip_address(w, x),
                 "netmask": "24",
                 "family": "ipv4",
             },
