@@ -20,9 +20,6 @@ DEMO_HOST_INTERVAL = 5.0
 # two and loses one, which only shows against a configured count of two.
 SCENARIO_HOST_PATHS = {"path-faults": 2}
 DEMO_SUSTAIN_SCALE = 0.05  # a 10-minute sustain window becomes 30 s
-# The simulated Linux hosts (node_exporter) join the demo once the config's HostTarget.source
-# accepts "node_exporter"; until then a config built with it would not validate.
-LINUX_DEMO_HOSTS = True
 NODE_EXPORTER: Final = "node_exporter"  # HostTarget.source for the Linux hosts
 
 
@@ -36,8 +33,8 @@ def demo_config(
 ) -> Config:
     """The config `sanlens demo` runs: every simulated cluster and host, short windows.
 
-    ``linux_hosts`` are polled through their node_exporter page when ``LINUX_DEMO_HOSTS`` is on; a
-    Linux disk's paths come from its multipath map, so the config's path count is left at 1.
+    ``linux_hosts`` are polled through their node_exporter page; a Linux disk's paths come from its
+    multipath map, so the config's path count is left at 1.
     """
     windows = [
         HostTarget(
@@ -56,7 +53,7 @@ def demo_config(
             url=f"{sim_url}/linux/{h}/metrics",
             poll_interval=Duration(DEMO_HOST_INTERVAL),
         )
-        for h in (linux_hosts if LINUX_DEMO_HOSTS else ())
+        for h in linux_hosts
     ]
     return Config(
         listen=listen,
@@ -111,7 +108,7 @@ def run_demo(args: argparse.Namespace) -> int:
     print(f"  simulator (ONTAP REST):   {sim.url}/api/cluster", flush=True)
     for h in sim.hosts:
         print(f"  simulator (windows host): {sim.url}/windows/{h}/metrics", flush=True)
-    for h in sim.linux_hosts if LINUX_DEMO_HOSTS else ():
+    for h in sim.linux_hosts:
         print(f"  simulator (linux host):   {sim.url}/linux/{h}/metrics", flush=True)
     print(f"  exporter metrics:         http://127.0.0.1:{exporter.port}/metrics", flush=True)
     print(f"  exporter diagnoses:       http://127.0.0.1:{exporter.port}/diagnoses", flush=True)

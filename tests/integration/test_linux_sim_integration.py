@@ -1,8 +1,6 @@
 """Linux hosts through node_exporter against the simulator over HTTP: the WWID join with no mapping,
-every host diagnosis on a Linux disk in its scenario, and a lost path device.
-
-The config's ``source`` does not list ``node_exporter`` yet, so the exporter here builds the Linux
-hosts' source directly (``runtime.make_host_source`` patched for ``/linux/`` URLs).
+every host diagnosis on a Linux disk in its scenario, and a lost path device. The hosts are
+configured as a user would (``source: node_exporter`` and the page's URL, nothing else).
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from sanlens import runtime
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.node_exporter import NodeExporterSource
@@ -128,19 +125,18 @@ def test_linux_disks_join_their_luns_by_wwid_with_no_mapping() -> None:
 def exporter(scenario: str, ontap: bool = True, **knobs: Any) -> Iterator[tuple[Simulator, Exporter, Clock]]:
     """The exporter and the simulator on one hand-moved clock; polls are run by ``rounds``."""
     clock = Clock(T0)
-    real = runtime.make_host_source
-
-    def make(target: HostTarget, d: LunDirectory) -> Any:
-        return NodeExporterSource(target, d) if "/linux/" in (target.url or "") else real(target, d)
-
     with (
         mock.patch("time.time", clock),
         mock.patch("time.monotonic", clock),
-        mock.patch.object(runtime, "make_host_source", make),
         Simulator(scenario=scenario, clock=clock, **knobs) as sim,
     ):
         hosts = [
-            HostTarget(name=h, url=f"{sim.url}/linux/{h}/metrics", poll_interval=Duration(STEP))
+            HostTarget(
+                name=h,
+                source="node_exporter",
+                url=f"{sim.url}/linux/{h}/metrics",
+                poll_interval=Duration(STEP),
+            )
             for h in sim.linux_hosts
         ]
         cfg = Config(
