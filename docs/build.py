@@ -128,8 +128,6 @@ ones included; those carry no I/O while an optimized path is up. Where the host 
 states (the textfile family's `state` label, or the DSM's `MPIO_DSM_Path_V2.TargetPortGroup_State`
 over WinRM: 0 Active/Optimized, 1 Active/Unoptimized, 2 Standby, 3 Unavailable, 15 Transitioning,
 as `mpclaim -s -d` prints them), `sanlens_host_disk_optimized_paths` counts the optimized ones.
-
-sanlens reads no node_exporter host counters today.
 """.splitlines()
 
 READING = """\

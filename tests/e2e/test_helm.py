@@ -865,16 +865,11 @@ def ssl_unverified() -> ssl.SSLContext:
 def test_exec_probes_run_sanlens_healthcheck_against_a_tls_and_basic_auth_exporter(
     helm: Helm, chart_tree: Path, tmp_path: Path
 ) -> None:
-    """webConfig.probes=exec: each httpGet probe becomes `sanlens healthcheck --path PATH`.
-
-    Rendered with --skip-schema-validation while values.schema.json's webConfig.probes enum
-    lists only tcpSocket and httpGet; the template and the command are what this checks.
-    """
+    """webConfig.probes=exec: each httpGet probe becomes `sanlens healthcheck --path PATH`."""
     port = free_port()
     hashed = bcrypt.hashpw(b"probe", bcrypt.gensalt(rounds=4)).decode()
     docs = helm.template(
         chart_tree,
-        "--skip-schema-validation",
         "--set", f"containerPort={port}",
         "--set", "webConfig.enabled=true",
         "--set", "webConfig.probes=exec",
@@ -902,7 +897,7 @@ def test_exec_probes_run_sanlens_healthcheck_against_a_tls_and_basic_auth_export
 
 def test_exec_probes_refuse_client_certificates_under_tls12(helm: Helm, chart_tree: Path) -> None:
     p = helm.run(
-        "template", "x", str(chart_tree), "--skip-schema-validation", "-f", str(helm.base_values),
+        "template", "x", str(chart_tree), "-f", str(helm.base_values),
         "--set", "webConfig.enabled=true",
         "--set", "webConfig.probes=exec",
         "--set", "webConfig.config.tls_server_config.cert_file=/t/tls.crt",
@@ -912,5 +907,5 @@ def test_exec_probes_refuse_client_certificates_under_tls12(helm: Helm, chart_tr
         "--set", "webConfig.config.tls_server_config.max_version=TLS12",
         check=False,
     )  # fmt: skip
-    assert p.returncode != 0
+    assert p.returncode != 0 and "needs TLS 1.3" in p.stderr, p.stderr
     assert "webConfig.probes=exec with client_auth_type RequireAndVerifyClientCert needs TLS 1.3" in p.stderr
