@@ -107,6 +107,8 @@ NOT_APPLICABLE = {
     },
     "/api/storage/disks": {"outage.reason.message", "aggregates.name", "protection_mode"},
     "/api/storage/aggregates": {"cloud_storage.stores.#.cloud_store.name"},
+    # a namespace mapped to no subsystem has no subsystem_map (none is, in the mixed scenario)
+    "/api/storage/namespaces": {"subsystem_map", "subsystem_map.nsid", "subsystem_map.subsystem.name"},
     # LIFs given their addresses directly have no subnet; physical ports have no LAG or VLAN part
     "/api/network/ip/interfaces": {"subnet.name"},
     "/api/network/ethernet/ports": {

@@ -202,3 +202,62 @@ def test_a_forbidden_optional_endpoint_is_reported_and_a_forbidden_lun_list_is_n
         src._inventory_at = 0.0
         with pytest.raises(SourceError, match="permission denied"):
             src.poll()
+
+
+def _stats(ts: str, ops: tuple[int, int], lat_us: tuple[int, int], data: tuple[int, int]) -> dict[str, Any]:
+    """A ``statistics`` field in the shape of the real volume capture: raw cumulative values."""
+    return {
+        "timestamp": ts,
+        "status": "ok",
+        "iops_raw": {"read": ops[0], "write": ops[1], "other": 0, "total": sum(ops)},
+        "latency_raw": {"read": lat_us[0], "write": lat_us[1], "other": 0, "total": sum(lat_us)},
+        "throughput_raw": {"read": data[0], "write": data[1], "other": 0, "total": sum(data)},
+    }
+
+
+def test_lun_and_fc_port_statistics_cook_to_hand_arithmetic() -> None:
+    """LUNs and FC ports read through their statistics fields: rates over ONTAP's own sample times,
+    latency as the latency delta over the ops delta (µs), bytes per second; the same cooking as the
+    volumes of the real capture, on the other objects that carry one."""
+    t1, t2 = "2026-11-24T10:00:00Z", "2026-11-24T10:01:15Z"  # 75 s apart
+    lun = {"name": "/vol/v1/l1", "uuid": "u-l1", "svm": {"name": "s1"},
+           "location": {"volume": {"name": "v1"}, "node": {"name": "n1"}}}  # fmt: skip
+    port = {"name": "0e", "uuid": "u-p1", "node": {"name": "n1"}, "state": "online", "enabled": True,
+            "fabric": {"connected_speed": 32}}  # fmt: skip
+    luns = [
+        {**lun, "statistics": _stats(t1, (1_000_000, 400_000), (900_000_000, 1_000_000_000), (8_192_000_000, 1_638_400_000))},
+        {**lun, "statistics": _stats(t2, (1_150_000, 460_000), (1_035_000_000, 1_090_000_000), (9_420_800_000, 2_129_920_000))},
+    ]  # fmt: skip
+    ports = [
+        {**port, "statistics": _stats(t1, (5_000_000, 2_000_000), (2_500_000_000, 1_200_000_000), (40_960_000_000, 16_384_000_000))},
+        {**port, "statistics": _stats(t2, (5_300_000, 2_120_000), (2_650_000_000, 1_284_000_000), (43_417_600_000, 17_367_040_000))},
+    ]  # fmt: skip
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        _cluster(rsps, (9, 14, 1))
+        for path in ("cluster/nodes", "storage/volumes", "storage/aggregates", "storage/disks"):
+            rsps.get(f"{BASE}/api/{path}", json=EMPTY)
+        for path in ("storage/namespaces", "network/ip/interfaces"):
+            rsps.get(f"{BASE}/api/{path}", status=404, json=NOT_FOUND)
+        for path, recs in (("storage/luns", luns), ("network/fc/ports", ports)):
+            answers = iter([{"records": [r], "num_records": 1} for r in (recs[0], recs[0], recs[1], recs[1])])
+
+            def answer(_req: Any, answers: Any = answers) -> tuple[int, dict[str, str], str]:
+                return 200, {}, json.dumps(next(answers))
+
+            rsps.add_callback(responses.GET, f"{BASE}/api/{path}", callback=answer)
+        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"), LunDirectory())
+        src.poll()
+        second = src.poll()
+    dt = 75.0
+    (x,) = [v for v in second.view.luns if v.lun == "/vol/v1/l1"]
+    assert x.read_iops == pytest.approx(150_000 / dt) and x.write_iops == pytest.approx(60_000 / dt)
+    assert x.read_latency_s == pytest.approx(135_000_000 / 150_000 * 1e-6)  # 900 µs per read
+    assert x.write_latency_s == pytest.approx(90_000_000 / 60_000 * 1e-6)  # 1.5 ms per write
+    assert x.read_bytes_s == pytest.approx(1_228_800_000 / dt) and x.write_bytes_s == pytest.approx(
+        491_520_000 / dt
+    )
+    (p,) = second.view.fc_ports
+    assert p.read_bytes_s == pytest.approx((43_417_600_000 - 40_960_000_000) / dt)
+    assert p.write_bytes_s == pytest.approx((17_367_040_000 - 16_384_000_000) / dt)
+    # FC runs at 100 MB/s per Gbit/s: the busier direction over 32G's 3,200 MB/s
+    assert p.utilization == pytest.approx(max(p.read_bytes_s, p.write_bytes_s) / 3.2e9)
