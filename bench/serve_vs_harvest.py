@@ -32,6 +32,14 @@ from typing import Any
 from harvest_conformance import TEMPLATES, ensure_poller, free_port, write_config
 from serve_scale import proc_cpu_s, proc_kb
 
+# Harvest's objects for the FC cluster both exporters read (sanlens: six counter tables and the
+# inventory of nodes, LUNs, volumes, aggregates, disks and FC ports)
+COMPARED = {
+    "Rest": {"Aggregate", "Disk", "Lun", "Node", "Volume", "Status"},
+    "RestPerf": {"Disk", "Lun", "SystemNode", "FcpPort", "FcpLif"},
+    "KeyPerf": {"Volume"},
+}
+
 
 def wait_http(url: str, timeout: float, ctx: ssl.SSLContext | None = None) -> None:
     deadline = time.monotonic() + timeout
@@ -70,8 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="serve-vs-harvest-"))
     every = f"{args.interval}s"
     for folder, (collector, _every, objects) in list(TEMPLATES.items()):
-        # performance at the same interval as sanlens; Harvest's inventory (Rest) at its own default
-        TEMPLATES[folder] = (collector, f"{args.rest_interval}s" if collector == "Rest" else every, objects)
+        # performance at the same interval as sanlens; Harvest's inventory (Rest) at its own default;
+        # only the objects of what sanlens reads on this FC cluster (no IP LIFs, no namespaces here)
+        kept = {o: f for o, f in objects.items() if o in COMPARED[collector]}
+        TEMPLATES[folder] = (collector, f"{args.rest_interval}s" if collector == "Rest" else every, kept)
     sim_port, harvest_port, sanlens_port = free_port(), free_port(), free_port()
     py = sys.executable
     procs: list[subprocess.Popen[bytes]] = []

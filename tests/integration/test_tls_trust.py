@@ -154,14 +154,16 @@ def test_a_hostname_mismatch_is_told(tmp_path: Path, monkeypatch: pytest.MonkeyP
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         port = server.server_address[1]
-        for host, why in [("localhost", "Hostname"), ("127.0.0.1", "IP address")]:
+        for host in ("localhost", "127.0.0.1"):
             with pytest.raises(SourceError) as e:
                 ontap(f"https://{host}:{port}", TLSConfig(ca_file=str(ca_path))).version()
             assert e.value.reason == "tls"
-            assert str(e.value) == (
-                f"/api/cluster: certificate verify failed: {why} mismatch, certificate is not valid "
-                f"for '{host}' (CA bundle: ca_file {ca_path})"
-            )
+            # sanlens's frame around OpenSSL's reason, which names the host it was asked for (the
+            # reason's wording is OpenSSL's and changes between its releases: only its gist is held)
+            msg = str(e.value)
+            assert msg.startswith("/api/cluster: certificate verify failed: ")
+            assert msg.endswith(f" (CA bundle: ca_file {ca_path})")
+            assert "mismatch" in msg and host in msg, msg
     finally:
         server.shutdown()
         server.server_close()
