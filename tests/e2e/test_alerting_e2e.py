@@ -14,36 +14,21 @@ import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from conftest import ROOT
+from fast_alerting import fast_alertmanager, fast_rules
 from harness import Harness, harness  # noqa: F401  (fixture)
 from sanlens.diagnose.registry import REGISTRY
 
 pytestmark = pytest.mark.e2e
 
-RULES = ROOT / "rules" / "sanlens.rules.yaml"
-AM_CONFIG = ROOT / "examples" / "alertmanager" / "alertmanager.yml"
 DIAGNOSIS = "cpu_domain_serial_bottleneck"
 ALERT = "SanlensCpuDomainSerialBottleneck"
 ROUTING_KEY = "R0UTINGKEY0123456789abcdef012345"  # what the test's key file holds (fake)
 TRIGGER_TIMEOUT_S = 120.0
 RESOLVE_TIMEOUT_S = 120.0
-
-
-def fast_rules(path: Path) -> Path:
-    doc = yaml.safe_load(RULES.read_text(encoding="utf-8"))
-    for group in doc["groups"]:
-        group.pop("interval", None)
-        for rule in group["rules"]:
-            if "for" in rule:
-                rule["for"] = "1s"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False, width=100_000), encoding="utf-8")
-    return path
 
 
 class TicketWebhook:
@@ -81,21 +66,6 @@ class TicketWebhook:
     def alerts(self) -> list[dict[str, Any]]:
         with self._lock:
             return [a for n in self.notifications for a in n.get("alerts", [])]
-
-
-def fast_alertmanager(
-    enqueue_url: str, key_file: Path, ticket_url: str = "http://127.0.0.1:9/"
-) -> dict[str, Any]:
-    cfg = yaml.safe_load(AM_CONFIG.read_text(encoding="utf-8"))
-    cfg["route"].update(group_wait="1s", group_interval="2s", repeat_interval="1h")
-    for route in cfg["route"].get("routes", []):
-        route.update(group_wait="1s", group_interval="2s")
-    (pd,) = next(r for r in cfg["receivers"] if r["name"] == "pagerduty")["pagerduty_configs"]
-    pd["routing_key_file"] = str(key_file)
-    pd["url"] = enqueue_url
-    (hook,) = next(r for r in cfg["receivers"] if r["name"] == "tickets")["webhook_configs"]
-    hook["url"] = ticket_url
-    return cfg
 
 
 def events_for(pd_events: list[dict[str, Any]], incident: str) -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@ simulator's ``san-oversubscription`` scenario), the simulator's windows_exporter
 pages, and ``sanlens serve``, whose clusters and hosts are all ``source: prometheus`` on that same
 Prometheus. Then:
 
-- the diagnoses fire from those series alone (the same ones the REST e2e finds);
+- the diagnoses fire from those series alone (the same ones the REST e2e finds), and the shipped
+  rules (their ``for:`` cut to a second) page through the example Alertmanager config;
 - sanlens's ``/metrics`` carries no ONTAP or host counters, only diagnoses, self-metrics and the
   identity and join info series (``*_info``, the hosts' queue and path settings);
 - every panel query of the dashboards ``dashboards.series: harvest`` ships (the overview and the
@@ -26,12 +27,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ROOT, free_port
 from dashboard_queries import SCRAPE_S, Check, checks_for
+from fast_alerting import fast_alertmanager, fast_rules
 from harness import Harness, harness, http_get  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.e2e
 
 PAGE = ROOT / "tests" / "data" / "harvest" / "san-oversubscription.prom"
-RULES = ROOT / "rules" / "sanlens.rules.yaml"
 BOARDS = [
     ROOT / "dashboards" / "sanlens-overview.json",
     ROOT / "dashboards" / "harvest" / "sanlens-harvest-evidence.json",
@@ -75,12 +76,17 @@ def test_a_harvest_site_is_diagnosed_and_charted_from_prometheus_alone(harness: 
     paths = {f"win-{h}": f"/windows/{h}/metrics" for h in sim.hosts}
     paths |= {f"linux-{h}": f"/linux/{h}/metrics" for h in sim.linux_hosts}
     port = free_port()
+    pd = harness.start_fake_pagerduty()
+    key_file = harness.write("pagerduty-routing-key", "R0UTINGKEY0123456789abcdef012345\n")
+    key_file.chmod(0o600)
+    am = harness.start_alertmanager(fast_alertmanager(pd.enqueue_url, key_file))
     prom = harness.start_prometheus(
         {"harvest": [page], "sanlens": [f"127.0.0.1:{port}"], **{job: [addr] for job in paths}},
-        rule_files=[RULES],
+        rule_files=[fast_rules(harness.path("sanlens.rules.yaml"))],
         metrics_paths=paths,
         scrape_interval=f"{SCRAPE_S}s",
         evaluation_interval=f"{SCRAPE_S}s",
+        alertmanager=am,
     )
     data = meta["schedules"]["RestPerf"]["data"]
     hosts = [
@@ -125,6 +131,18 @@ def test_a_harvest_site_is_diagnosed_and_charted_from_prometheus_alone(harness: 
     host_latency = prom.query('max(sanlens_diagnosis_evidence{diagnosis="san_oversubscription", '
                               'evidence="host_latency_seconds"})')  # fmt: skip
     assert host_latency and float(host_latency[0]["value"][1]) > 0.05
+
+    # and it pages, as on a site polled by sanlens itself
+    def paged() -> dict[str, Any] | None:
+        for e in pd.bodies():
+            payload = e.get("payload") or {}
+            if e.get("event_action") == "trigger" and payload.get("class") == "SanlensSanOversubscription":
+                return e
+        return None
+
+    event = harness.wait_until(paged, 60.0, 1.0, "a PagerDuty trigger for the over-subscription")
+    assert event["payload"]["severity"] == "critical"
+    assert event["payload"]["group"] == sim.cluster_name
 
     status, page_text = http_get(exp.url + "/metrics")
     assert status == 200
