@@ -546,3 +546,28 @@ def test_harvest_front_end_requests_are_answered(scenario: str) -> None:
             wanted = set(query["counters.name"].split("|"))
             for row in rows:
                 assert {c["name"] for c in row["counters"]} == wanted
+
+
+# What Harvest's Rest StorageUnit object (conf/rest/asar2/9.16.0/storage_unit.yaml) asked the
+# simulator's asa-r2 scenario for, where Harvest reads an ASA r2 system with KeyPerf (no RestPerf).
+STORAGE_UNIT_REQUEST = (
+    "api/storage/storage-units?fields=anti_ransomware.state,class,consistency_group.name,location.node.name,"
+    "location.storage_availability_zone.name,location.volume.name,maps,name,os_type,space,"
+    "space.efficiency_ratio,space.physical_used,space.size,space.used,status.state,svm.name,type,uuid"
+    "&ignore_unknown_fields=true&max_records=500&return_records=true"
+)
+
+
+def test_harvest_storage_unit_request_on_asa_r2_is_answered() -> None:
+    with Simulator("asa-r2") as s:
+        path, query = split(STORAGE_UNIT_REQUEST)
+        recs, _ = follow(s, url_of(s, path, query))
+        assert recs
+        for f in query["fields"].split(","):
+            if f == "consistency_group.name":  # a storage unit in no consistency group has none
+                assert not any(has(r, f) for r in recs)
+                continue
+            assert all(has(r, f) for r in recs), f"a storage unit lacks {f!r}"
+        # the counter tables Harvest probes for RestPerf are refused, so it reads KeyPerf instead
+        probe = requests.get(f"{s.url}/api/cluster/counter/tables?return_records=false", timeout=10)
+        assert probe.status_code == 404

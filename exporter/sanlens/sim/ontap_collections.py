@@ -698,8 +698,10 @@ def storage_unit_records(estate: Estate, w: World, page: list[Lun], t: float, wi
             "svm": {"name": x.svm, "uuid": svm_uuid(w, x.svm)},
             "location": loc,
             "os_type": x.os_type,
+            "class": "regular",  # not a protocol endpoint or vVol
             "serial_number": x.serial,
             "status": {"state": x.state},
+            "anti_ransomware": {"state": "disabled"},
             "maps": [
                 {"host_group": {"name": h, "uuid": stable_uuid(w.cluster, "host_group", x.svm, h)}}
                 for h in maps.get(x.key, [])
