@@ -10,6 +10,7 @@ import responses
 from sanlens.config import Duration, OntapTarget
 from sanlens.errors import SourceError
 from sanlens.join import LunDirectory
+from sanlens.ontap import inputs
 from sanlens.ontap.harvest_source import HarvestSource, lun_path, serial_of
 
 PROM = "https://prom.example"
@@ -174,6 +175,9 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
     assert [m.name for m in snap.metrics] == ["sanlens_ontap_cluster_info"]
     assert snap.metrics[0].samples[0][0][snap.metrics[0].label_names.index("collection")] == "harvest"
     assert snap.inputs and "fc_port_down" in snap.inputs["starved"]
+    assert inputs.NO_FRONT_END not in snap.inputs["starved"].get("san_oversubscription", []), (
+        "FC ports are there"
+    )
 
 
 @responses.activate
@@ -231,10 +235,12 @@ def test_an_older_harvest_without_serial_hex_is_named_not_silently_unjoined() ->
         responses.add_callback(responses.GET, f"{PROM}/api/v1/query", callback=answer)
         directory = LunDirectory()
         src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), directory)
-        inputs = src.poll().inputs
+        status = src.poll().inputs
         src.close()
-        assert inputs is not None
-        assert ("serial_hex" in inputs["labels_missing"].get("lun_labels", [])) is named
-        why = inputs["starved"].get("san_oversubscription", [])
+        assert status is not None
+        assert ("serial_hex" in status["labels_missing"].get("lun_labels", [])) is named
+        why = status["starved"].get("san_oversubscription", [])
         assert any("serial_hex" in w for w in why) is named
         assert (directory.by_serial("58PFhKjiU73c") is not None) is not named
+        # a page with no FC port or LIF performance (Harvest on ASA r2: KeyPerf alone) names that too
+        assert inputs.NO_FRONT_END in why

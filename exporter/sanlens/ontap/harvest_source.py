@@ -167,7 +167,9 @@ class HarvestSource:
             },
             1,
         )
-        return Snapshot(self.name, "ontap", now, b.build(), view, inputs=harvest_status(_labels_missing(lun)))
+        front_end = bool(view.fc_ports or view.lifs)
+        inputs = harvest_status(_labels_missing(lun), front_end)
+        return Snapshot(self.name, "ontap", now, b.build(), view, inputs=inputs)
 
 
 def _labels_missing(lun: dict[str, list[Sample]]) -> dict[str, list[str]]:

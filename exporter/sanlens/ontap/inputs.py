@@ -73,6 +73,11 @@ HARVEST_LACK: dict[str, str] = {
     "lun_not_online": "Harvest's lun_labels carry no space reservation: only the LUN state is judged, not thin "
     "LUNs in nearly full volumes",
 }
+# no fcp_*, iscsi_lif_* or nvme_lif_* series: Harvest reads an ASA r2 system with KeyPerf alone
+NO_FRONT_END = (
+    "no FC port or iSCSI / NVMe LIF performance in Harvest's series (on ASA r2 Harvest reads KeyPerf "
+    "alone): no front-end evidence, the host side decides alone"
+)
 # what the series of an older Harvest lack, found on the page it exported (diagnosis -> why)
 NO_SERIAL_HEX: dict[str, str] = {
     did: "lun_labels carry no serial_hex (NetApp Harvest before 26.02): host disks cannot be joined to their "
@@ -119,15 +124,20 @@ def status(
     }
 
 
-def harvest_status(labels_missing: Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
+def harvest_status(
+    labels_missing: Mapping[str, Iterable[str]] | None = None, front_end: bool = True
+) -> dict[str, Any]:
     """The inputs of a cluster read from Harvest's series through a Prometheus query API.
 
-    ``labels_missing``: family -> labels the page lacks that sanlens reads (an older Harvest)."""
+    ``labels_missing``: family -> labels the page lacks that sanlens reads (an older Harvest);
+    ``front_end``: whether any FC port or iSCSI / NVMe LIF performance series is there."""
     starved = {did: [why] for did, why in HARVEST_LACK.items()}
     missing = {f: sorted(ls) for f, ls in sorted((labels_missing or {}).items()) if ls}
     if "serial_hex" in missing.get("lun_labels", ()):
         for did, why in NO_SERIAL_HEX.items():
             starved.setdefault(did, []).append(why)
+    if not front_end:
+        starved.setdefault("san_oversubscription", []).append(NO_FRONT_END)
     return {
         "personality": "",
         "collection": "prometheus",
