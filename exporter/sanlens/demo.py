@@ -6,11 +6,15 @@ import argparse
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import UsageError, is_bind_error, listen_error
+
+if TYPE_CHECKING:
+    from sanlens.runtime import Exporter
 
 log = logging.getLogger(__name__)
 
@@ -112,13 +116,49 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"  simulator (linux host):   {sim.url}/linux/{h}/metrics", flush=True)
     print(f"  exporter metrics:         http://127.0.0.1:{exporter.port}/metrics", flush=True)
     print(f"  exporter diagnoses:       http://127.0.0.1:{exporter.port}/diagnoses", flush=True)
-    print("Diagnoses appear within about 2 minutes. Press Ctrl-C to stop.", flush=True)
+    print("Diagnoses appear within about 2 minutes, each printed here as it changes. Press Ctrl-C to stop.",
+          flush=True)  # fmt: skip
     if args.duration:
         threading.Timer(args.duration, exporter.stop_event.set).start()
+    feed = threading.Thread(target=_feed, args=(exporter,), name="demo-feed", daemon=True)
+    feed.start()
     try:
         wait_for_signal(exporter.stop_event)
     finally:
         exporter.stop()
         sim.stop()
-    print("sanlens demo: stopped", flush=True)
+    shown = _states(exporter.engine.findings())
+    print(f"sanlens demo: stopped with {len(shown)} findings", flush=True)
     return 0
+
+
+def _states(findings: list[dict[str, object]]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(diagnosis, subject) -> (severity, title) of every non-ok finding."""
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for f in findings:
+        subject = f.get("subject")
+        if isinstance(subject, dict):  # a LUN's path names its volume already
+            who = " ".join(str(v) for k, v in subject.items() if not (k == "volume" and "lun" in subject))
+        else:
+            who = str(subject)
+        out[(str(f.get("id")), who)] = (str(f.get("severity")), str(f.get("title")))
+    return out
+
+
+def _feed(exporter: Exporter, every: float = 2.0) -> None:
+    """Print each finding as it rises, changes severity or clears: the demo's console shows what
+    /diagnoses holds, without a second terminal."""
+    shown: dict[tuple[str, str], tuple[str, str]] = {}
+    while not exporter.stop_event.wait(every):
+        now = _states(exporter.engine.findings())
+        for key in sorted(now.keys() | shown.keys()):
+            was, is_ = shown.get(key), now.get(key)
+            if was == is_:
+                continue
+            did, who = key
+            stamp = time.strftime("%H:%M:%S")
+            if is_ is None:
+                print(f"  {stamp} cleared   {did}  {who}", flush=True)
+            else:
+                print(f"  {stamp} {is_[0]:<9} {did}  {who}: {is_[1]}", flush=True)
+        shown = now
