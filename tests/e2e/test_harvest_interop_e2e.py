@@ -80,8 +80,16 @@ def test_harvests_series_through_prometheus_give_the_rest_collectors_view(harnes
         if p.read_bytes_s:
             h = ports[(p.node, p.port)]
             assert close(h.read_bytes_s, p.read_bytes_s) and close(h.utilization, p.utilization), p.port
-    busy = {d.disk: d for d in harvest.disks}
+    busy = {d.disk: d for d in harvest.disks if d.busy_ratio is not None}
     assert {d.disk for d in rest.disks if d.busy_ratio is not None} == set(busy)
+    # every disk the REST view holds, in the same container and state (disk_labels); Harvest lists
+    # the spares too, which have no counter row
+    every = {d.disk: d for d in harvest.disks}
+    assert {d.disk for d in rest.disks} <= set(every)
+    assert {every[k].container for k in set(every) - {d.disk for d in rest.disks}} <= {"spare"}
+    for d in rest.disks:
+        h = every[d.disk]
+        assert (h.container, h.state == "broken") == (d.container, d.state == "broken"), d.disk
     for d in rest.disks:
         if d.busy_ratio is not None:
             h = busy[d.disk]

@@ -7,9 +7,14 @@ from typing import Any
 import pytest
 import responses
 
-from sanlens.config import Duration, OntapTarget
+from sanlens.config import DiagnoseConfig, Duration, OntapTarget
+from sanlens.diagnose import disk_failed
+from sanlens.diagnose.base import Context
+from sanlens.diagnose.history import History
+from sanlens.diagnose.registry import resolve
 from sanlens.errors import SourceError
 from sanlens.join import LunDirectory
+from sanlens.model import OntapView
 from sanlens.ontap import inputs
 from sanlens.ontap.harvest_source import HarvestSource, lun_path, serial_of
 
@@ -244,3 +249,44 @@ def test_an_older_harvest_without_serial_hex_is_named_not_silently_unjoined() ->
         assert (directory.by_serial("58PFhKjiU73c") is not None) is not named
         # a page with no FC port or LIF performance (Harvest on ASA r2: KeyPerf alone) names that too
         assert inputs.NO_FRONT_END in why
+
+
+@responses.activate
+def test_a_disk_harvest_marks_failed_is_a_broken_disk_and_disk_failed_judges_it() -> None:
+    """disk_labels as a real Harvest exported them for the simulator's path-faults scenario: the
+    broken disk carries container_type "broken" and failed "true" (and no raid_disk_busy)."""
+
+    labels = {"node": "sanlens-sim-01", "pool": "pool0", "shared": "false", "type": "SSD"}
+    page = vector(
+        ({"__name__": "raid_disk_busy", "node": "sanlens-sim-01", "aggr": "a1", "plex": "plex0",
+          "raid": "rg0", "disk": "1.0.11"}, 25.0),
+        ({"__name__": "disk_labels", **labels, "disk": "1.0.11", "container_type": "aggregate",
+          "failed": "false"}, 1.0),
+        ({"__name__": "disk_labels", **labels, "disk": "1.0.12", "container_type": "broken",
+          "failed": "true", "outage": "Disk failed."}, 1.0),
+        ({"__name__": "disk_labels", **labels, "disk": "1.0.13", "container_type": "spare",
+          "failed": "false"}, 1.0),
+    )  # fmt: skip
+
+    def answer(req: Any) -> tuple[int, dict[str, str], str]:
+        import json
+
+        return 200, {}, json.dumps(page if "raid_disk_busy" in req.url else vector())
+
+    responses.add_callback(responses.GET, f"{PROM}/api/v1/query", callback=answer)
+    src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), LunDirectory())
+    view = src.poll().view
+    src.close()
+    assert isinstance(view, OntapView)
+    disks = {d.disk: d for d in view.disks}
+    assert set(disks) == {"1.0.11", "1.0.12", "1.0.13"}
+    assert (disks["1.0.11"].raid_group, disks["1.0.11"].busy_ratio) == ("/a1/plex0/rg0", pytest.approx(0.25))
+    assert (disks["1.0.12"].state, disks["1.0.12"].container, disks["1.0.12"].busy_ratio) == (
+        "broken",
+        "broken",
+        None,
+    )
+    assert disks["1.0.13"].container == "spare" and disks["1.0.13"].aggregate == ""
+    ctx = Context(0.0, {"c1": view}, {}, History(DiagnoseConfig().history))
+    levels = {o.key: o.level for o in disk_failed.evaluate(ctx, resolve(DiagnoseConfig()))}
+    assert levels == {"c1/1.0.11": 0, "c1/1.0.12": 1, "c1/1.0.13": 0}

@@ -47,7 +47,7 @@ VOLUME = ("volume_read_ops", "volume_write_ops", "volume_other_ops", "volume_tot
 NODE = ("node_cpu_busy", "node_avg_processor_busy", "node_cpu_domain_busy", "node_labels")
 FCP = ("fcp_read_data", "fcp_write_data", "fcp_queue_full")
 # per-disk busy: Harvest's Disk plugin exports it by RAID group (raid_disk_busy), not as disk_busy
-DISK = ("raid_disk_busy",)
+DISK = ("raid_disk_busy", "disk_labels")
 Sample = tuple[dict[str, str], float]
 # Per object kind: the labels its gauges are read by, its info family and the info labels read. The
 # queries aggregate to these (``max by``), so the API answers only them: Harvest's info families carry
@@ -68,7 +68,7 @@ READ_BY: dict[tuple[str, ...], tuple[str, tuple[tuple[str, str], ...]]] = {
     VOLUME: ("svm, volume, aggr, node, style", (("volume_labels", "svm, volume, aggr, node, style"),)),
     NODE: ("node, metric", (("node_labels", "node, model, version"),)),
     FCP: ("node, port, speed", ()),
-    DISK: ("node, aggr, plex, raid, disk", ()),
+    DISK: ("node, aggr, plex, raid, disk", (("disk_labels", "disk, node, container_type, failed"),)),
     FRONT: (
         "svm, lif, node, port",
         (
@@ -332,18 +332,28 @@ def _ports(
 
 
 def _disks(cluster: str, s: dict[str, list[Sample]]) -> tuple[DiskStats, ...]:
-    """Per-disk busy with its aggregate and RAID group (/aggr/plex/rg, as ONTAP's plexes name it)."""
-    return tuple(
-        DiskStats(
-            cluster,
-            lv.get("disk", ""),
-            lv.get("aggr", ""),
-            lv.get("node", ""),
-            f"/{lv.get('aggr', '')}/{lv.get('plex', '')}/{lv.get('raid', '')}",
-            busy_ratio=v * PCT,
+    """Every disk of ``disk_labels`` (its container and whether ONTAP failed it) with, for the disks in
+    RAID groups, busy and the aggregate and RAID group (/aggr/plex/rg, as ONTAP's plexes name it)."""
+    info = {lv.get("disk", ""): lv for lv, _ in s.get("disk_labels", ())}
+    busy = {lv.get("disk", ""): (lv, v) for lv, v in s.get("raid_disk_busy", ())}
+    out = []
+    for disk in sorted(set(busy) | set(info)):
+        lv, v = busy.get(disk, ({}, None))
+        meta = info.get(disk, {})
+        aggr = lv.get("aggr", "")
+        out.append(
+            DiskStats(
+                cluster,
+                disk,
+                aggr,
+                lv.get("node", "") or meta.get("node", ""),
+                f"/{aggr}/{lv.get('plex', '')}/{lv.get('raid', '')}" if lv else "",
+                container=meta.get("container_type", ""),
+                busy_ratio=None if v is None else v * PCT,
+                state="broken" if meta.get("failed") == "true" else "",
+            )
         )
-        for lv, v in sorted(s.get("raid_disk_busy", ()), key=lambda x: x[0].get("disk", ""))
-    )
+    return tuple(out)
 
 
 def _namespaces(

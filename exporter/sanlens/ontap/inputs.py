@@ -63,7 +63,6 @@ HARVEST_LACK: dict[str, str] = {
     "background_operation_impact": "RAID reconstruct and volume-move progress are not read from Harvest's series",
     "aggregate_degraded": "aggregate and RAID group state are not read from Harvest's series (aggr_new_status, "
     "aggr_labels state)",
-    "disk_failed": "disk state is not read from Harvest's series (disk_new_status)",
     "fc_port_down": "Harvest's fcp series carry no port state",
     "disk_busy_imbalance": "Harvest's raid_disk_busy carries no RAID position: parity disks count as data",
     "cpu_domain_serial_bottleneck": "Harvest exports no processor count: serial occupancy is Kahuna's busy "
