@@ -147,13 +147,11 @@ EXPECTED_FAMILIES = {
 }
 
 
-def expected_families(sim_url: str, ctx: ssl.SSLContext) -> dict[str, tuple[str, ...]]:
+def expected_families(sim_url: str, ctx: ssl.SSLContext, asa_r2: bool) -> dict[str, tuple[str, ...]]:
     """EXPECTED_FAMILIES plus those of the front ends and namespaces the simulated estate has: the
     LIF and port inventory, iSCSI and NVMe LIF performance (RestPerf ISCSI, NVMfLif), FC ports,
     namespaces (Rest and RestPerf Namespace)."""
     out = dict(EXPECTED_FAMILIES)
-    about = json.loads(fetch(sim_url + "/api/cluster?fields=san_optimized,disaggregated", ctx))
-    asa_r2 = bool(about.get("san_optimized") and about.get("disaggregated"))
     if asa_r2:  # no aggregates; KeyPerf's LUN, node and storage-unit performance instead of RestPerf's
         out.pop("Aggregate")
         out["Lun"] += ("lun_read_ops", "lun_avg_read_latency")
@@ -732,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
             .hex()
             for x in luns
         }
-        expected = expected_families(sim.url, ctx)
+        expected = expected_families(sim.url, ctx, asa_r2)
         check_page(page, serial_hex, expected, report)
         if prom_api:
             check_prometheus(prom_api, expected, report)

@@ -30,6 +30,7 @@ from sanlens.sim.ontap_collections import (
     aggregate_space,
     disk_rest_uid,
     disk_usable_size,
+    ethernet_port_records,
     ethernet_ports,
     fc_lif_wwpn,
     ip_address,
@@ -438,28 +439,26 @@ def interface_rows(estate: Estate, w: World, t: float) -> list[Json]:
 
 
 def port_rows(estate: Estate, w: World, t: float) -> list[Json]:
-    out: list[Json] = []
-    for x in ethernet_ports(w):
-        up = x.port_state != "down"
-        out.append(
-            {
-                "node": x.node,
-                "port": x.port,
-                "link": "up" if up else "down",
-                "mtu": 9000,
-                "ipspace": "Default",
-                "broadcast_domain": "Default",
-                "type": "physical",
-                "role": "data",
-                "duplex_admin": "auto",
-                "duplex_oper": "full",
-                "flowcontrol_admin": "none",
-                "speed_admin": "auto",
-                "speed_oper": str(x.speed_gbps * 1000),  # Mbit/s
-                "health_status": "healthy",
-            }
-        )
-    return out
+    """The Ethernet ports of the REST collection, in the CLI's fields (speed in Mbit/s as text)."""
+    return [
+        {
+            "node": r["node"]["name"],
+            "port": r["name"],
+            "link": r["state"],
+            "mtu": r["mtu"],
+            "ipspace": r["broadcast_domain"]["ipspace"]["name"],
+            "broadcast_domain": r["broadcast_domain"]["name"],
+            "type": r["type"],
+            "role": "data",
+            "duplex_admin": "auto",
+            "duplex_oper": "full",
+            "flowcontrol_admin": "none",
+            "speed_admin": "auto",
+            "speed_oper": str(int(r["speed"])),
+            "health_status": "healthy",
+        }
+        for r in ethernet_port_records(w, ethernet_ports(w))
+    ]
 
 
 COMMANDS: dict[str, Command] = {
