@@ -87,10 +87,15 @@ def read_exclude_newer(root: Path = ROOT) -> str:
     return value
 
 
-def parse_timestamp(value: str) -> dt.datetime:
-    """An RFC 3339 UTC timestamp such as 2026-11-24T00:00:00Z."""
-    when = dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
-    return when.replace(tzinfo=dt.UTC)
+def parse_timestamp(value: str, now: dt.datetime | None = None) -> dt.datetime:
+    """An RFC 3339 UTC timestamp such as 2026-11-24T00:00:00Z, not after ``now``.
+
+    A cut-off in the future would let a later resolution see releases this one did not.
+    """
+    when = dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    if when > (now or dt.datetime.now(dt.UTC)):
+        raise ValueError(f"EXCLUDE_NEWER {value} is in the future")
+    return when
 
 
 def find_uv() -> str:
