@@ -42,6 +42,14 @@ sudo_if_needed() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# Every mount point below $1, deepest first, unmounted (lazily if busy).
+unmount_below() {
+  local m
+  awk -v d="$(realpath "$1")" 'index($2, d "/") == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+    sudo_if_needed umount "$m" 2>/dev/null || sudo_if_needed umount -l "$m"
+  done
+}
+
 rootfs() {
   local stamp="$DEBOOTSTRAP_SUITE $DEBOOTSTRAP_PACKAGES"
   if [ -s "$ROOTFS_TAR" ] && [ "$(cat "$ROOTFS_TAR.stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -54,9 +62,12 @@ rootfs() {
   log "debootstrap $DEBOOTSTRAP_SUITE ($DEBOOTSTRAP_PACKAGES) from $DEBOOTSTRAP_MIRROR"
   sudo_if_needed debootstrap --variant=minbase --include="$DEBOOTSTRAP_PACKAGES" \
     "$DEBOOTSTRAP_SUITE" "$dir" "$DEBOOTSTRAP_MIRROR" >"$TOOLS/image/debootstrap.log" 2>&1 \
-    || { log "debootstrap failed: see $TOOLS/image/debootstrap.log"; sudo_if_needed rm -rf "$dir"; exit 1; }
+    || { log "debootstrap failed: see $TOOLS/image/debootstrap.log"; unmount_below "$dir"; sudo_if_needed rm -rf "$dir"; exit 1; }
+  # debootstrap mounts proc (and on some hosts sys, dev/pts) in the target and does not always
+  # unmount them; a live proc in the tarball makes tar fail on vanishing files.
+  unmount_below "$dir"
   sudo_if_needed rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/* "$dir"/debootstrap
-  sudo_if_needed tar -C "$dir" --numeric-owner -cf "$ROOTFS_TAR.tmp" .
+  sudo_if_needed tar -C "$dir" --numeric-owner --one-file-system -cf "$ROOTFS_TAR.tmp" .
   sudo_if_needed rm -rf "$dir"
   mv "$ROOTFS_TAR.tmp" "$ROOTFS_TAR"
   printf '%s\n' "$stamp" >"$ROOTFS_TAR.stamp"

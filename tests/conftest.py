@@ -12,6 +12,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT.parent / "shared" / "fixtures"
@@ -20,6 +21,20 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 KINDS = ("unit", "integration", "e2e")
+
+# Property tests draw the same examples on every run and machine: the examples derive from each
+# test's source, no example database carries failures from one run to the next, and neither a
+# deadline nor the too-slow health check makes a loaded machine fail a test. A failure prints
+# the blob that reproduces it (@reproduce_failure). SANLENS_FUZZ=random explores new examples.
+_PROPERTY_TESTS = {
+    "deadline": None,
+    "database": None,
+    "print_blob": True,
+    "suppress_health_check": [HealthCheck.too_slow],
+}
+settings.register_profile("sanlens", derandomize=True, **_PROPERTY_TESTS)
+settings.register_profile("sanlens-random", derandomize=False, **_PROPERTY_TESTS)
+settings.load_profile("sanlens-random" if os.environ.get("SANLENS_FUZZ") == "random" else "sanlens")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -51,6 +66,21 @@ def fixture_path(rel: str) -> Path:
     if not p.exists():
         skip_or_fail(f"shared fixture {p} is absent")
     return p
+
+
+def pinned_copy(src: Path, into: Path, mtime: float) -> Path:
+    """A copy of the capture ``src`` under its own name in the folder ``into``, modified at ``mtime``.
+
+    `sanlens analyze` places a capture that prints no time of its own (``sysstat -M`` text,
+    ``iostat`` without ``-t``, counter-table rows JSON) so that its last sample is at the file's
+    modification time, which a clone sets to the moment of checkout. A test analyzes such a
+    capture through a copy whose time is part of the commit.
+    """
+    into.mkdir(parents=True, exist_ok=True)
+    dst = into / src.name
+    shutil.copyfile(src, dst)
+    os.utime(dst, (mtime, mtime))
+    return dst
 
 
 def free_port() -> int:

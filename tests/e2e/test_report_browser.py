@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import require_tool, skip_or_fail
+from tests.conftest import pinned_copy, require_tool, skip_or_fail
 
 from perfmon_logs import disk_columns, write_log
 from sanlens.cli import main
@@ -68,7 +68,9 @@ def _report(tmp_path: Path) -> Path:
         "    disks:\n      - disk: '1'\n        svm: svm1\n        lun: /vol/sqldata/lun0\n"
     )
     out = tmp_path / "report.html"
-    files = [str(log), str(DATA / "lun-statistics-show-raw-samples.txt"), str(DATA / "sysstat-M.txt")]
+    # sysstat -M text carries no time: a copy ends at 10:04:00, after the LUN capture (10:00 .. 10:02)
+    sysstat = pinned_copy(DATA / "sysstat-M.txt", tmp_path / "in", T0 + 240)
+    files = [str(log), str(DATA / "lun-statistics-show-raw-samples.txt"), str(sysstat)]
     argv = [
         "analyze",
         *files,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import calendar
 import json
-import time
+import os
 from pathlib import Path
 
 import pytest
 
+from conftest import pinned_copy
 from sanlens.cli import main
 
 ROOT = Path(__file__).parents[1] / "data"
@@ -59,14 +60,29 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
     return json.loads(cap.out)
 
 
-def test_every_capture_reads_and_names_its_kind(capsys: pytest.CaptureFixture[str]) -> None:
-    files = sorted(LINUX.glob("*.txt"))
+def test_every_capture_reads_and_names_its_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the captures without times (iostat without -t) end at their files' modification time
+    files = [pinned_copy(p, tmp_path, T0) for p in sorted(LINUX.glob("*.txt"))]
     doc = run_json(capsys, *map(str, files))
     kinds = {Path(i["path"]).name: i["kind"] for i in doc["inputs"]}
     assert kinds == {p.name: "linux-sar" if "sar" in p.name else "linux-iostat" for p in files}
     for i in doc["inputs"]:
         assert i["status"]["state"] == "judged", i
         assert "host_path_loss" in i["status"]["not_evaluated"]
+    untimed = {
+        Path(i["path"]).name: i["end"]
+        for i in doc["inputs"]
+        if "modification time" in i["status"].get("note", "")
+    }
+    assert untimed == {
+        name: "2025-03-02T10:00:00Z"
+        for name in (
+            "linux-kernel-2b8bd423614c-iostat-x.txt",
+            "linux-raid-list-nvme-iostat-x.txt",
+            "marslo-ibook-rhel7-iostat-x.txt",
+            "sysstat-tests-expected.iostat-x-ALL.txt",
+        )
+    }
     hosts = {h for i in doc["inputs"] for h in i["hosts"]}
     assert {"dc5-ssdfwtst3", "SYSSTAT.TEST"} <= hosts
 
@@ -107,12 +123,13 @@ def test_a_capture_without_times_is_placed_interval_apart(
     text = iostat_xt(tmp_path / "t.txt", 4, r_await_ms=30.0, util=60.0).read_text()
     untimed = tmp_path / "untimed.txt"
     untimed.write_text("\n".join(x for x in text.splitlines() if not x.startswith("03/02/25 ")) + "\n")
+    os.utime(untimed, (T0 + 60, T0 + 60))
     doc = run_json(capsys, str(untimed), "--interval", "15")
     (inp,) = doc["inputs"]
     assert inp["samples"] == 4  # the since-boot report left out
     assert "modification time" in inp["status"]["note"]
-    start, end = (calendar.timegm(time.strptime(inp[k], "%Y-%m-%dT%H:%M:%SZ")) for k in ("start", "end"))
-    assert end - start == pytest.approx(4 * 15, abs=1)
+    # the last report ends at the modification time, each 15 s
+    assert (inp["start"], inp["end"]) == ("2025-03-02T10:00:00Z", "2025-03-02T10:01:00Z")
     assert {d["id"] for d in doc["diagnoses"]} == {"latency_slo"}  # 30 ms data reads: critical objective
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import fixture_path
+from tests.conftest import fixture_path, pinned_copy
 
 from perfmon_logs import disk_columns, write_log
 from sanlens.cli import main
@@ -103,9 +103,11 @@ def test_ontap_captures_whose_rows_were_all_skipped_judge_nothing(capsys: pytest
     assert doc["evaluated"] is True and doc["inputs"][0]["status"]["state"] == "judged"
 
 
-def test_text_lists_ontap_series_under_their_own_file(capsys: pytest.CaptureFixture[str]) -> None:
-    lun = DATA / "ontap" / "lun-statistics-show-raw-samples.txt"
-    sysstat = DATA / "ontap" / "sysstat-M.txt"
+def test_text_lists_ontap_series_under_their_own_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lun = DATA / "ontap" / "lun-statistics-show-raw-samples.txt"  # 10:00 .. 10:02
+    sysstat = pinned_copy(DATA / "ontap" / "sysstat-M.txt", tmp_path, T0 + 240)  # untimed: ends 10:04
     rc, text, _ = analyze(capsys, "text", lun, sysstat)
     assert rc == 0 and "counters: None" not in text
     lun_part, sysstat_part = text.split(str(sysstat) + "  (", 1)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import calendar
-import datetime as dt
 import json
 import re
 from pathlib import Path
 
 import pytest
 
+from conftest import pinned_copy
 from perfmon_logs import DISK_COUNTERS, disk_columns, write_log
 from sanlens.cli import main
 
@@ -31,16 +31,30 @@ def ids(doc: dict) -> list[tuple[str, str]]:
     return [(d["id"], d["severity"]) for d in doc["diagnoses"]]
 
 
-def test_a_long_capture_does_not_hide_a_short_ones_finding(capsys: pytest.CaptureFixture[str]) -> None:
-    alone = run_json(capsys, str(SYSSTAT), "--interval", "1")
-    both = run_json(capsys, str(SYSSTAT), str(LUN), "--interval", "1")
+def test_a_long_capture_does_not_hide_a_short_ones_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the untimed sysstat ends at its file's modification time: 10:04:00, after the LUN capture
+    sysstat = pinned_copy(SYSSTAT, tmp_path, T0 + 240)
+    alone = run_json(capsys, str(sysstat), "--interval", "1")
+    both = run_json(capsys, str(sysstat), str(LUN), "--interval", "1")
     assert ("cpu_domain_serial_bottleneck", "critical") in ids(alone)
     assert ("cpu_domain_serial_bottleneck", "critical") in ids(both)
-    # the untimed sysstat is placed at its file's modification time, never at 1970
-    since = next(d["since"] for d in both["diagnoses"] if d["id"] == "cpu_domain_serial_bottleneck")
-    mtime = dt.datetime.fromtimestamp(SYSSTAT.stat().st_mtime, dt.UTC)
-    assert dt.datetime.fromisoformat(since.replace("Z", "+00:00")) <= mtime
-    assert (mtime - dt.datetime.fromisoformat(since.replace("Z", "+00:00"))).total_seconds() <= 3 + 1
+    # its 4 samples 1 s apart end at the modification time
+    f = next(d for d in both["diagnoses"] if d["id"] == "cpu_domain_serial_bottleneck")
+    assert (f["since"], f["until"]) == ("2025-03-02T10:03:57Z", "2025-03-02T10:04:00Z")
+
+
+@pytest.mark.xfail(
+    strict=True, reason="an untimed sysstat placed within the LUN capture's span loses its finding"
+)
+def test_a_short_capture_inside_a_long_one_keeps_its_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the sysstat taken during the LUN capture: 10:01:37 .. 10:01:40
+    sysstat = pinned_copy(SYSSTAT, tmp_path, T0 + 100)
+    both = run_json(capsys, str(sysstat), str(LUN), "--interval", "1")
+    assert ("cpu_domain_serial_bottleneck", "critical") in ids(both)
 
 
 def _slow_disk_log(path: Path, rows: int, latency: float = 0.2, idle: float = 90.0) -> Path:

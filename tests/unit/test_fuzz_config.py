@@ -32,9 +32,6 @@ FILE = "fuzz.yaml"
 
 FUZZ = settings(
     max_examples=int(os.environ.get("SANLENS_FUZZ_EXAMPLES", "200")),
-    deadline=None,
-    derandomize=os.environ.get("SANLENS_FUZZ") != "random",
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 

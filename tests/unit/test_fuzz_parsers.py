@@ -44,9 +44,6 @@ SHARED = TESTS.parent.parent / "shared" / "fixtures"
 
 FUZZ = settings(
     max_examples=int(os.environ.get("SANLENS_FUZZ_EXAMPLES", "200")),
-    deadline=None,
-    derandomize=os.environ.get("SANLENS_FUZZ") != "random",
-    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
 

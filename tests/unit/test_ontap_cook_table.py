@@ -130,7 +130,7 @@ def tables(draw: Any) -> list[tuple[CounterRow, CounterRow, float | None]]:
     return [draw(row_pair(i)) for i in range(n)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(tables())
 def test_a_table_cooked_by_columns_equals_each_row_cooked_by_the_rules(rows: Any) -> None:
     prevs, curs, dts = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
@@ -141,7 +141,7 @@ def test_a_table_cooked_by_columns_equals_each_row_cooked_by_the_rules(rows: Any
         assert sorted(got[instance]) == sorted(values), instance
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(tables())
 def test_one_row_cooked_alone_is_that_row_of_its_table(rows: Any) -> None:
     prevs, curs, dts = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]

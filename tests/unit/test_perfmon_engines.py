@@ -129,7 +129,6 @@ def test_bad_logs_still_report_line_and_column(
 
 @settings(
     max_examples=200,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(st.text(alphabet='"0123456789., \r\n/:x-', max_size=300))

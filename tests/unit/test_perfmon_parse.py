@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError, parse_counter_path
@@ -218,14 +218,14 @@ def test_sample_files_parse() -> None:
         assert rows, p
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(st.binary(max_size=400))
 def test_any_bytes_parse_or_raise_own_error(data: bytes) -> None:
     with contextlib.suppress(PerfmonParseError):
         _rows(data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(alphabet='"(),\\\t\r\n PDHCSV4.0/:1x', max_size=200))
 def test_any_header_like_text_parses_or_raises_own_error(body: str) -> None:
     with contextlib.suppress(PerfmonParseError):

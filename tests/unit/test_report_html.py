@@ -6,10 +6,14 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+from conftest import pinned_copy
 from sanlens.cli import main
 
 DATA = Path(__file__).parents[1] / "data" / "ontap"
 PERFMON = Path(__file__).parents[1] / "data" / "perfmon"
+# sysstat -M text carries no time: a copy ends at 10:04:00 UTC, after the LUN capture (10:00 .. 10:02)
+SYSSTAT = DATA / "sysstat-M.txt"
+SYSSTAT_MTIME = 1_740_909_840.0
 
 
 class _Refs(HTMLParser):
@@ -32,7 +36,10 @@ def render(tmp_path: Path, *files: Path) -> str:
 
 
 def test_html_is_self_contained(tmp_path: Path) -> None:
-    files = [DATA / "lun-statistics-show-raw-samples.txt", DATA / "sysstat-M.txt"]
+    files = [
+        DATA / "lun-statistics-show-raw-samples.txt",
+        pinned_copy(SYSSTAT, tmp_path / "in", SYSSTAT_MTIME),
+    ]
     files += sorted(PERFMON.glob("*.csv"))[:1]
     text = render(tmp_path, *files)
     p = _Refs()
@@ -45,7 +52,7 @@ def test_html_is_self_contained(tmp_path: Path) -> None:
 
 
 def test_html_lists_inputs_charts_and_bands(tmp_path: Path) -> None:
-    text = render(tmp_path, DATA / "sysstat-M.txt")
+    text = render(tmp_path, pinned_copy(SYSSTAT, tmp_path / "in", SYSSTAT_MTIME))
     assert "sysstat-M.txt" in text and "ontap-sysstat" in text
     # the kahuna domain chart carries warning/critical bands (50 % / 90 % of a core)
     chart = text.split("domain_busy[kahuna]", 1)[1].split("</svg>", 1)[0]
