@@ -25,7 +25,10 @@ def iso_utc(epoch: float | None, *, milliseconds: bool = False) -> str | None:
     """
     if epoch is None:
         return None
-    t = dt.datetime.fromtimestamp(epoch, dt.UTC).replace(tzinfo=None)
+    try:
+        t = dt.datetime.fromtimestamp(epoch, dt.UTC).replace(tzinfo=None)
+    except (ValueError, OverflowError, OSError):
+        raise ValueError(f"time {epoch!r} is outside the years 1..9999") from None
     return t.isoformat(timespec="milliseconds" if milliseconds and t.microsecond else "seconds") + "Z"
 
 

@@ -5,12 +5,17 @@ Each input kind (PerfMon CSV/TSV, Linux iostat/sar text, ONTAP captures) registe
 Every reader returns an ``Analysis``: its entry in ``inputs[]``, its
 ``series[]`` and any warnings. The JSON shape is a stable, documented interface
 (docs/analyze.md).
+
+Each input is opened once (:mod:`sanlens.analyze.source`), so pipes, FIFOs and files
+that change under the run behave; whatever goes wrong with one input becomes that
+input's ``error:`` (exit 2) while the others are still reported.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,11 +25,10 @@ from typing import Any, TextIO
 from sanlens.analyze import diagnoses, linux_inputs, ontap_inputs
 from sanlens.analyze.offline_join import analysis_cluster
 from sanlens.analyze.progress import Progress
+from sanlens.analyze.source import InputSource, as_source
 from sanlens.analyze.status import input_status
 from sanlens.errors import SanlensError
 from sanlens.model import ontap_version_option
-
-HEAD_BYTES = 4096
 
 
 @dataclass
@@ -42,7 +46,8 @@ class Analysis:
 class InputReader:
     kind: str
     detect: Callable[[Path, bytes], bool]
-    read: Callable[[Path, ReadOptions], Analysis]
+    read: Callable[[InputSource, ReadOptions], Analysis]
+    passes: int = 1  # 2: the reader reads the input again later (ONTAP captures), so it stays open
 
 
 @dataclass(frozen=True)
@@ -74,11 +79,11 @@ def looks_binary(head: bytes) -> bool:
     return not head.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" in head[:512]
 
 
-def _read_perfmon(path: Path, opts: ReadOptions) -> Analysis:
+def _read_perfmon(source: InputSource, opts: ReadOptions) -> Analysis:
     from sanlens.analyze.perfmon_summary import summarize
 
-    with opts.progress.reading(path.name, path.stat().st_size) as tick:
-        s = summarize(path, progress=tick, step=opts.step)
+    with opts.progress.reading(source.path.name, source.size or 0) as tick:
+        s = summarize(source, progress=tick, step=opts.step)
     return Analysis(s.input_json(), [c.as_json() for c in s.columns], list(s.warnings), s)
 
 
@@ -86,7 +91,7 @@ register(InputReader("perfmon", _detect_perfmon, _read_perfmon))
 
 # ------------------------------------------------------------------ ONTAP captures
 for _kind, _detect in ontap_inputs.DETECTORS:
-    register(InputReader(_kind, _detect, ontap_inputs.reader(_kind)))
+    register(InputReader(_kind, _detect, ontap_inputs.reader(_kind), passes=2))
 
 # ------------------------------------------------------------------ Linux sysstat captures
 for _kind, _detect, _read in linux_inputs.DETECTORS:
@@ -94,18 +99,50 @@ for _kind, _detect, _read in linux_inputs.DETECTORS:
 
 
 # ------------------------------------------------------------------ driver
-def analyze_file(path: Path, opts: ReadOptions | None = None) -> Analysis:
+def analyze_file(path: Path | InputSource, opts: ReadOptions | None = None) -> Analysis:
+    """Open, detect and read one input; raise SanlensError (naming it) for anything wrong with it.
+
+    The source stays open for readers that read again later (``passes=2``): the caller closes
+    it, through the Analysis' ``detail``, once the run is over.
+    """
     opts = opts or ReadOptions(Progress(quiet=True))
+    source = as_source(path)
+    keep = False
     try:
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
+        for reader in READERS:
+            if reader.detect(source.path, source.head):
+                result = _guarded(source.name, reader.read, source, opts)
+                source.check_unchanged()
+                keep = reader.passes > 1
+                return result
+        kinds = ", ".join(r.kind for r in READERS)
+        raise SanlensError(f"{source.name}: unrecognised input (known kinds: {kinds})")
+    finally:
+        if not keep:
+            source.close()
+
+
+def _guarded(
+    name: str, read: Callable[[InputSource, ReadOptions], Analysis], source: InputSource, opts: ReadOptions
+) -> Analysis:
+    """``read()``, its unforeseen failures turned into this input's error (``--debug`` shows them whole)."""
+    try:
+        return read(source, opts)
+    except SanlensError:
+        raise
+    except RecursionError:
+        raise SanlensError(f"{name}: nested too deeply to read") from None
+    except MemoryError:
+        raise SanlensError(f"{name}: too large to read in the memory available") from None
     except OSError as e:
-        raise SanlensError(f"{path}: cannot read: {e.strerror}") from None
-    for reader in READERS:
-        if reader.detect(path, head):
-            return reader.read(path, opts)
-    kinds = ", ".join(r.kind for r in READERS)
-    raise SanlensError(f"{path}: unrecognised input (known kinds: {kinds})")
+        raise SanlensError(f"{name}: cannot read: {e.strerror or e}") from None
+    except Exception as e:  # a reader's unforeseen failure is still only this input's
+        if DEBUG:
+            raise
+        raise SanlensError(f"{name}: cannot read: {type(e).__name__}: {str(e)[:200]}") from None
+
+
+DEBUG = False  # set by ``run`` from --debug: unforeseen failures then keep their traceback
 
 
 def failed(path: str, error: str) -> Analysis:
@@ -129,9 +166,33 @@ def report_json(results: list[Analysis], findings: diagnoses.Findings | None = N
     }
 
 
+def finite_json(doc: Any) -> tuple[Any, int]:
+    """``doc`` with every NaN or infinity replaced by null, and how many were replaced.
+
+    JSON has no such numbers: Python's ``Infinity`` would make the report unreadable to
+    strict parsers (jq, browsers), so it is written with ``allow_nan=False`` after this.
+    """
+    count = 0
+
+    def walk(v: Any) -> Any:
+        nonlocal count
+        if isinstance(v, float) and not math.isfinite(v):
+            count += 1
+            return None
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(doc), count
+
+
 def _num(v: float | None) -> str:
     if v is None:
         return "-"
+    if not math.isfinite(v):
+        return "overflow" if math.isinf(v) else "-"
     if v == 0 or 0.001 <= abs(v) < 1e7:
         return f"{v:.4g}" if abs(v) < 1 else f"{v:.3f}".rstrip("0").rstrip(".")
     return f"{v:.3e}"
@@ -257,25 +318,39 @@ def run(args: argparse.Namespace) -> int:
         except SanlensError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+    global DEBUG
+    DEBUG = bool(getattr(args, "debug", False))
     progress = Progress(args.quiet)
     opts = ReadOptions(progress, args.step)
     results: list[Analysis] = []
     failures = 0
-    for name in args.files:
-        try:
-            results.append(analyze_file(Path(name), opts))
-        except SanlensError as e:
-            failures += 1
-            results.append(failed(name, str(e)))
-            print(f"error: {e}", file=sys.stderr)
     try:
-        version = ontap_version_option(args.ontap_version) if args.ontap_version else None
-        cluster = analysis_cluster(config, args.cluster)
-        with progress.diagnosing(diagnoses.expected_updates(results)) as tick:
-            findings = diagnoses.finish(results, args.interval, cluster, version, config, tick)
-    except SanlensError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        for name in args.files:
+            try:
+                results.append(analyze_file(Path(name), opts))
+            except SanlensError as e:
+                failures += 1
+                results.append(failed(name, str(e)))
+                print(f"error: {e}", file=sys.stderr)
+        try:
+            version = ontap_version_option(args.ontap_version) if args.ontap_version else None
+            cluster = analysis_cluster(config, args.cluster)
+            with progress.diagnosing(diagnoses.expected_updates(results)) as tick:
+                findings = diagnoses.finish(results, args.interval, cluster, version, config, tick)
+        except SanlensError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    finally:
+        for r in results:
+            close = getattr(r.detail, "close", None)
+            if close is not None:
+                close()
+    for r in results:  # inputs a later pass could not read again
+        late = getattr(r.detail, "failure", None)
+        if late:
+            failures += 1
+            r.errors.append(late)
+            print(f"error: {late}", file=sys.stderr)
     with_status(results, findings)
     for r in results:
         path = str(r.input.get("path"))
@@ -283,10 +358,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {w}" if w.startswith(path + ":") else f"warning: {path}: {w}", file=sys.stderr)
     for w in findings.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    doc: Any = None
+    if args.format == "json":
+        doc, non_finite = finite_json(report_json(results, findings))
+        if non_finite:
+            print(
+                f"warning: {non_finite} value(s) overflowed or are not numbers; the JSON report has null there",
+                file=sys.stderr,
+            )
     out: TextIO = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
         if args.format == "json":
-            json.dump(report_json(results, findings), out, indent=2)
+            json.dump(doc, out, indent=2, allow_nan=False)
             out.write("\n")
         elif args.format == "html":
             from sanlens.analyze.html import render_html

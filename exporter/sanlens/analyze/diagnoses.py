@@ -12,10 +12,12 @@ windows come from the real time each diagnosis has data for
 from __future__ import annotations
 
 import heapq
-import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from sanlens.analyze.episodes import Recorder
 from sanlens.analyze.host_intervals import DiskColumn
@@ -64,7 +66,7 @@ def _anchors(ontap: list[OntapInput], interval: float | None) -> dict[str, float
     out: dict[str, float] = {}
     for kind in {i.kind for i in ontap if i.start is None and i.kind != "ontap-counter-schema"}:
         group = [i for i in ontap if i.kind == kind and i.start is None]
-        newest = max(os.path.getmtime(i.path) for i in group)
+        newest = max(i.mtime for i in group)
         out[kind] = newest - (sum(i.samples for i in group) - 1) * (interval or 60.0)
     return out
 
@@ -123,6 +125,22 @@ def engine_config(config: Config | None, windows: dict[str, tuple[float, float]]
     )
 
 
+_LONG_NUMBER = re.compile(r"(?<![\w.])-?\d{13,}(?:\.\d+)?(?![\w.])")
+
+
+def compact_numbers(text: str) -> str:
+    """``text`` with absurdly long numbers (``{:.0f}`` of 1e300) written as ``1e+300``."""
+    return _LONG_NUMBER.sub(lambda m: f"{float(m[0]):.3g}", text)
+
+
+def _compacted(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for d in found:
+        if isinstance(d.get("recommendation"), str):
+            d["recommendation"] = compact_numbers(d["recommendation"])
+    return found
+
+
+@np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def finish(
     results: list[Any],
     interval: float | None,
@@ -131,7 +149,11 @@ def finish(
     config: Config | None = None,
     tick: Tick | None = None,
 ) -> Findings:
-    """Cook the ONTAP inputs into series (attached to their inputs) and diagnose every input."""
+    """Cook the ONTAP inputs into series (attached to their inputs) and diagnose every input.
+
+    Values near the float maximum overflow in the arithmetic: the results are then
+    infinite (written as null or ``overflow``), never numpy warnings on stderr.
+    """
     ontap_results = [r for r in results if isinstance(r.detail, OntapInput)]
     ontap: list[OntapInput] = [r.detail for r in ontap_results]
     logs: list[LogSummary] = [r.detail for r in results if isinstance(r.detail, LogSummary)]
@@ -155,7 +177,7 @@ def finish(
         rec.observe(engine, snap.timestamp)
         if tick is not None:
             tick(1)
-    found = rec.finish(engine)
+    found = _compacted(rec.finish(engine))
     warnings: list[str] = []
     by_path = {str(r.detail.path): r for r in ontap_results}
     for st in cooker.series.values():  # each series under the input it was first cooked from

@@ -15,6 +15,7 @@ unless given).
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -24,11 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from sanlens.analyze.host_intervals import MAX_STEPS, DiskColumn, Mapper
+from sanlens.analyze.source import InputSource, as_source
 from sanlens.hosts.linux_text import Capture, LinuxTextError, parse_iostat, parse_sar_disk, whole_disk
 from sanlens.model import HostDiskStats, HostView, Snapshot, iso_utc
 from sanlens.ontap.cli_capture import text_head
 
 DEFAULT_INTERVAL_S = 60.0
+MAX_LINE = 1 << 20
 # HostDiskStats fields an interval keeps: rates average, latencies weight by their op's rate
 _MEAN = ("read_iops", "write_iops", "read_bytes_s", "write_bytes_s", "idle_ratio", "outstanding_io")
 _WEIGHTED = (("read_latency_s", "read_iops"), ("write_latency_s", "write_iops"))
@@ -56,6 +59,7 @@ class LinuxInput:
     host: str
     times: list[tuple[float, float]] = field(default_factory=list)  # (start, end) per report
     placed: bool = False  # no times in the capture: placed at the file's modification time
+    mtime: float | None = None  # the file's modification time when it was opened
 
     @property
     def path(self) -> str:
@@ -88,7 +92,7 @@ class LinuxInput:
             known = [float(e) for e in ends if e is not None]
             self.placed = False
         else:
-            last = os.path.getmtime(self.path)
+            last = self.mtime if self.mtime is not None else os.path.getmtime(self.path)
             known = [last - (len(reports) - 1 - i) * gap for i in range(len(reports))]
             self.placed = True
         times = []
@@ -203,21 +207,36 @@ def _fold(rows: list[dict[str, float]]) -> dict[str, Any]:
     return out
 
 
-def read_capture(parse: Callable[[str, Any], Capture]) -> Callable[[Path, Any], Any]:
+def _bounded_lines(f: io.TextIOWrapper, name: str) -> Iterator[str]:
+    """The lines of ``f``, none longer than ``MAX_LINE``: a runaway line is no sysstat output."""
+    from sanlens.errors import SanlensError
+
+    for n, line in enumerate(iter(lambda: f.readline(MAX_LINE + 1), ""), start=1):
+        if len(line) > MAX_LINE:
+            raise SanlensError(f"{name}:{n}: a line longer than {MAX_LINE} characters: not sysstat text")
+        yield line
+
+
+def read_capture(parse: Callable[[str, Any], Capture]) -> Callable[[Any, Any], Any]:
     """The ``sanlens.analyze.cli`` reader of one kind: an ``Analysis`` whose detail is a LinuxInput."""
 
-    def read(path: Path, opts: Any) -> Any:
+    def read(path: Path | InputSource, opts: Any) -> Any:
         from sanlens.analyze.cli import Analysis
         from sanlens.errors import SanlensError
 
+        source = as_source(path)
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                cap = parse(str(path), f)
+            with io.TextIOWrapper(source.stream(), encoding="utf-8", errors="replace") as f:
+                cap = parse(source.name, _bounded_lines(f, source.name))
+            mtime = source.mtime
         except LinuxTextError as e:
             raise SanlensError(str(e)) from None
         except OSError as e:
-            raise SanlensError(f"{path}: cannot read: {e.strerror}") from None
-        li = LinuxInput(cap, cap.host or Path(path).stem)
+            raise SanlensError(f"{source.name}: cannot read: {e.strerror}") from None
+        finally:
+            if not isinstance(path, InputSource):
+                source.close()
+        li = LinuxInput(cap, cap.host or source.path.stem, mtime=mtime)
         li.place(None)
         warnings = list(cap.warnings)
         if cap.since_boot_dropped:

@@ -11,7 +11,9 @@ Input kinds registered with ``sanlens.analyze.cli``:
 
 Reading is two streaming passes: the per-file reader here only scans (samples,
 time span, objects); :mod:`sanlens.analyze.diagnoses` then cooks and diagnoses
-every input (:mod:`sanlens.analyze.ontap_series`).
+every input (:mod:`sanlens.analyze.ontap_series`). Both passes read the one
+descriptor the input was opened with (a pipe is first copied to an unnamed
+temporary file), so the second sees what the first saw or the change is reported.
 """
 
 from __future__ import annotations
@@ -21,18 +23,22 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from sanlens.analyze.source import InputSource, as_source
 from sanlens.model import iso_utc
 from sanlens.ontap.cli_capture import text_head
 from sanlens.ontap.cooking import CaptureError, CounterSpec, Sample, iter_json_samples, parse_schema_doc
 from sanlens.ontap.statistics_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.sysstat_text import iter_sysstat_samples
 
-READERS_BY_KIND: dict[str, Callable[[Path, list[str] | None], Iterator[Sample]]] = {
-    "ontap-statistics": lambda p, notes: iter_statistics(p, notes),
-    "ontap-sysstat": lambda p, notes: iter_sysstat_samples(p, None, notes),
-    "ontap-counter-rows": lambda p, notes: iter_json_samples(p),
+Reader = Callable[[Path, BinaryIO, list[str] | None], Iterator[Sample]]
+
+
+READERS_BY_KIND: dict[str, Reader] = {
+    "ontap-statistics": lambda p, f, notes: iter_statistics(p, notes, f),
+    "ontap-sysstat": lambda p, f, notes: iter_sysstat_samples(p, None, notes, f),
+    "ontap-counter-rows": lambda p, f, notes: iter_json_samples(p, f),
 }
 
 
@@ -72,6 +78,8 @@ class OntapInput:
     instances: set[tuple[str, str]] = field(default_factory=set)
     schema: tuple[str, dict[str, CounterSpec]] | None = None
     notes: list[str] = field(default_factory=list)  # what the reader skipped, FILE:LINE: why
+    source: InputSource | None = None  # open until the run ends: the second pass reads it again
+    failure: str | None = None  # why the second pass could not read it again (the input's error)
 
     def input_json(self) -> dict[str, Any]:
         return {
@@ -87,23 +95,54 @@ class OntapInput:
         }
 
     def iter_samples(self, notes: list[str] | None = None) -> Iterator[Sample]:
-        return READERS_BY_KIND[self.kind](self.path, notes)
+        """The capture's samples, from the start: each call reads the source again from byte 0."""
+        source = self.source if self.source is not None else InputSource.open(self.path)
+        with source.stream() as f:
+            yield from READERS_BY_KIND[self.kind](self.path, f, notes)
+        source.check_unchanged()
+        if self.source is None:
+            source.close()
+
+    def close(self) -> None:
+        if self.source is not None:
+            self.source.close()
+
+    @property
+    def mtime(self) -> float:
+        """The capture's modification time when it was opened (a pipe's: when it was read)."""
+        return self.source.mtime if self.source is not None else Path(self.path).stat().st_mtime
 
 
 _order = 0
 
 
-def scan(path: Path, kind: str) -> OntapInput:
+def scan(path: Path | InputSource, kind: str) -> OntapInput:
     global _order
     _order += 1
-    inp = OntapInput(path, kind, _order)
+    source = as_source(path)
+    try:
+        return _scan(OntapInput(source.path, kind, _order, source=source))
+    except BaseException:
+        if not isinstance(path, InputSource):
+            source.close()
+        raise
+
+
+def _scan(inp: OntapInput) -> OntapInput:
+    source, kind = inp.source, inp.kind
+    assert source is not None
+    source.rereadable()
     if kind == "ontap-counter-schema":
+        with source.stream() as f:
+            raw = f.read()
         try:
-            doc = json.loads(path.read_text("utf-8-sig"))
-        except (OSError, ValueError) as e:
-            raise CaptureError(f"not a counter schema JSON: {e}", path) from None
+            doc = json.loads(raw.decode("utf-8-sig"))
+        except RecursionError:
+            raise CaptureError("not a counter schema JSON: nested too deeply", source.path) from None
+        except ValueError as e:
+            raise CaptureError(f"not a counter schema JSON: {e}", source.path) from None
         if not isinstance(doc, dict):
-            raise CaptureError("expected a JSON object with counter_schemas", path)
+            raise CaptureError("expected a JSON object with counter_schemas", source.path)
         inp.schema = parse_schema_doc(doc)
         inp.objects.add(inp.schema[0])
         return inp
@@ -117,7 +156,7 @@ def scan(path: Path, kind: str) -> OntapInput:
             if len(inp.instances) < 100_000:
                 inp.instances.add((r.table, r.instance))
     if inp.samples == 0:
-        raise CaptureError(f"no {kind} samples found", path)
+        raise CaptureError(f"no {kind} samples found", source.path)
     return inp
 
 
@@ -132,11 +171,15 @@ DETECTORS = (
 def reader(kind: str) -> Any:
     """The ``read`` of an InputReader for one ONTAP kind: scan now, cook in ``finish``."""
 
-    def read(path: Path, _options: object = None) -> Any:
+    def read(path: Path | InputSource, _options: object = None) -> Any:
         from sanlens.analyze.cli import Analysis
 
         inp = scan(path, kind)
-        return Analysis(inp.input_json(), [], _summarised(inp.notes), inp)
+        try:
+            return Analysis(inp.input_json(), [], _summarised(inp.notes), inp)
+        except BaseException:
+            inp.close()
+            raise
 
     return read
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens.analyze.ontap_inputs import OntapInput
+from sanlens.errors import SanlensError
 from sanlens.model import OntapVersion, Snapshot, parse_ontap_version
-from sanlens.ontap.cooking import Cooked, CounterRow, CounterSpec, cook_row, keeps_partial
+from sanlens.ontap.cooking import Cooked, CounterRow, CounterSpec, Sample, cook_row, keeps_partial
 from sanlens.ontap.views import build_view, row_fields
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)
@@ -122,7 +123,7 @@ class OntapCooker:
         baseline: set[str] = set()  # inputs whose samples served as the previous sample of this one
         table_index: dict[tuple[str, str], int] = {}  # (kind, table) -> samples seen
         for inp in self._ordered():
-            for sample in inp.iter_samples():
+            for sample in _samples_again(inp):
                 cooked: list[tuple[CounterRow, list[Cooked]]] = []
                 t_view: float | None = None
                 dt_view: float | None = self.interval
@@ -212,3 +213,13 @@ class OntapCooker:
             if len(pl) == len(cl) and any(c < p for c, p in zip(cl, pl, strict=True)):
                 return f"counter reset or takeover ({name} went backwards)"
         return ""
+
+
+def _samples_again(inp: OntapInput) -> Iterator[Sample]:
+    """The second pass over one capture; a failure becomes the input's own error, the run goes on."""
+    try:
+        yield from inp.iter_samples()
+    except SanlensError as e:
+        inp.failure = str(e)
+    except (OSError, RecursionError, MemoryError, ValueError) as e:
+        inp.failure = f"{inp.path}: cannot read it again: {type(e).__name__}: {e}"

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from sanlens.analyze.perfmon_batches import Batch
+from sanlens.analyze.source import InputSource
 from sanlens.hosts.perfmon import PerfmonLog, parse_timestamp
 
 try:  # optional dependency
@@ -40,23 +41,28 @@ def available() -> bool:
     return pa is not None
 
 
-def arrow_batches(log: PerfmonLog) -> Iterator[Batch]:
-    """Batches of the log's rows; raises NotClean (possibly after some batches) when Python must read it."""
+def arrow_batches(log: PerfmonLog, source: InputSource | None = None) -> Iterator[Batch]:
+    """Batches of the log's rows; raises NotClean (possibly after some batches) when Python must read it.
+
+    ``source``: the log opened once (its own stream is read here, from the first byte).
+    """
     if pa is None or log.encoding not in ("utf-8", "utf-8-sig"):
         raise NotClean
+    if source is not None and not source.regular:
+        raise NotClean
     try:
-        yield from _run(log)
-    except (pa.ArrowException, ValueError, OSError):
+        yield from _run(log, source)
+    except (pa.ArrowException, ValueError, OSError, OverflowError):
         raise NotClean from None
 
 
-def _run(log: PerfmonLog) -> Iterator[Batch]:
+def _run(log: PerfmonLog, source: InputSource | None) -> Iterator[Batch]:
     ncols = len(log.header.columns)
     names = [f"c{i}" for i in range(ncols + 1)]
     types: dict[str, Any] = {n: pa.float64() for n in names[1:]}
     types[names[0]] = pa.string()
     reader = pcsv.open_csv(
-        log.path,
+        log.path if source is None else source.stream(),
         read_options=pcsv.ReadOptions(
             column_names=names, skip_rows=1, block_size=BLOCK_BYTES, use_threads=True
         ),

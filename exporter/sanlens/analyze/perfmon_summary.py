@@ -9,7 +9,7 @@ a log is read once, whatever its size.
 
 from __future__ import annotations
 
-import os
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +26,15 @@ from sanlens.analyze.perfmon_batches import (
     python_batches,
 )
 from sanlens.analyze.quantiles import ColumnQuantiles
+from sanlens.analyze.source import InputSource, as_source
 from sanlens.hosts.perfmon import CounterPath, PerfmonLog, PerfmonParseError
 from sanlens.hosts.perfmon_source import disk_columns
 from sanlens.model import iso_utc
 
 Progress = Callable[[int], None]  # bytes read so far
+# Values near the float maximum (1e308) overflow a plain sum; the same sum scaled down by a
+# power of two (exact) cannot, and still gives the mean.
+_SCALE = 2.0**-600
 
 
 @dataclass
@@ -42,10 +46,15 @@ class ColumnStats:
     total: float = 0.0
     p95: float | None = None
     p99: float | None = None
+    scaled_total: float = 0.0  # the sum times _SCALE: finite where ``total`` overflows
 
     @property
     def mean(self) -> float | None:
-        return self.total / self.samples if self.samples else None
+        if not self.samples:
+            return None
+        if math.isfinite(self.total):
+            return self.total / self.samples
+        return self.scaled_total / self.samples / _SCALE  # may still be inf: the JSON writes null
 
     def as_json(self) -> dict[str, Any]:
         c = self.column
@@ -105,6 +114,7 @@ class _Fold:
         self.lo = np.full(ncols, np.inf)
         self.hi = np.full(ncols, -np.inf)
         self.total = np.zeros(ncols)
+        self.scaled = np.zeros(ncols)
         self.q = ColumnQuantiles(ncols)
         self.intervals = intervals
         self.rows = 0
@@ -117,7 +127,9 @@ class _Fold:
         self.n += ok.sum(axis=0)
         self.lo = np.fmin(self.lo, np.where(ok, v, np.inf).min(axis=0))
         self.hi = np.fmax(self.hi, np.where(ok, v, -np.inf).max(axis=0))
-        self.total += np.where(ok, v, 0.0).sum(axis=0)
+        clean = np.where(ok, v, 0.0)
+        self.total += clean.sum(axis=0)
+        self.scaled += (clean * _SCALE).sum(axis=0)
         self.q.add(v)
         self.intervals.add(b.times, v)
         if self.first is None:
@@ -129,6 +141,7 @@ class _Fold:
         for i, st in enumerate(summary.columns):
             st.samples = int(self.n[i])
             st.total = float(self.total[i])
+            st.scaled_total = float(self.scaled[i])
             if st.samples:
                 st.min, st.max = float(self.lo[i]), float(self.hi[i])
                 p95, p99 = self.q.quantile(i, 0.95), self.q.quantile(i, 0.99)
@@ -140,7 +153,10 @@ class _Fold:
 
 
 def summarize(
-    path: str | Path, engine: str = "auto", progress: Progress | None = None, step: float | None = None
+    path: str | Path | InputSource,
+    engine: str = "auto",
+    progress: Progress | None = None,
+    step: float | None = None,
 ) -> LogSummary:
     """Stream one log; raise PerfmonParseError (with line and column) on malformed input.
 
@@ -149,9 +165,21 @@ def summarize(
     analysis interval in seconds (default: one row, or whatever keeps the log
     within ``host_intervals.MAX_STEPS`` intervals).
     """
+    source = as_source(path)
+    try:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            # overflow (values near 1e308) is handled where it matters, not printed as a numpy warning
+            return _summarize(source, engine, progress, step)
+    finally:
+        if not isinstance(path, InputSource):
+            source.close()
+
+
+def _summarize(source: InputSource, engine: str, progress: Progress | None, step: float | None) -> LogSummary:
     from sanlens.analyze.perfmon_arrow import NotClean, arrow_batches
 
-    with PerfmonLog(path) as log:
+    path = source.name
+    with PerfmonLog(path, source.stream()) as log:
         header = log.header
         cols, unknown = disk_columns(header)
         spelling: dict[str, str] = {}  # one host per name, whatever the letter case of its columns
@@ -167,14 +195,14 @@ def summarize(
             summary.warnings.append(
                 f"{len(header.unparsed)} header cell(s) are not counter paths, e.g. {header.unparsed[0]!r}"
             )
-        end = last_timestamp(log)
-        chosen = choose_engine(log, engine)
+        end = last_timestamp(log, source)
+        chosen = choose_engine(log, engine, source)
         fold: _Fold | None = None
         if chosen == "arrow":
             fold = _Fold(len(header.columns), HostIntervals(disk_cols, end, step))
-            per_row = os.path.getsize(log.path) / max(estimated_rows(log.path, len(header.columns)), 1)
+            per_row = (source.size or 0) / max(estimated_rows(source, len(header.columns)), 1)
             try:
-                for b in arrow_batches(log):
+                for b in arrow_batches(log, source):
                     fold.add(b)
                     if progress is not None:
                         progress(int(fold.rows * per_row))

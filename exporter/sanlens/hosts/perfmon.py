@@ -33,6 +33,13 @@ _TRAILERS = (
 )
 _HEADER = re.compile(r"^\(PDH-(CSV|TSV) (\d+(?:\.\d+)?)\)\s*(?:\((.*)\))?\s*\((-?\d+)\)\s*$", re.IGNORECASE)
 _CSV_FIELD_LIMIT = 1 << 20  # one cell may hold a long counter path, never a megabyte
+MAX_HEADER_CHARS = (
+    _CSV_FIELD_LIMIT * 4
+)  # ~10,000 long counter paths: a longer first line is no PerfMon header
+MAX_BIAS_MINUTES = 24 * 60  # Windows biases lie within -14 h .. +12 h
+# UTC times a report can print (datetime's years 1..9999), a day inside either end
+_MIN_UTC = -62135596800.0 + 86400
+_MAX_UTC = 253402300799.0 - 86400
 
 
 class PerfmonParseError(SanlensError):
@@ -169,6 +176,10 @@ class PerfmonLog:
         self.encoding = encoding
         self._text = io.TextIOWrapper(self._raw, encoding=encoding, errors="strict", newline="")
         first = self._safe_readline(1)
+        if len(first) >= MAX_HEADER_CHARS and not first.endswith(("\n", "\r")):
+            raise self._fail(
+                f"the first line is longer than {MAX_HEADER_CHARS} characters: not a PerfMon header row", 1
+            )
         stripped = first.lstrip("\ufeff").strip("\r\n")
         if not stripped:
             raise self._fail("empty file: expected a PerfMon header line", 1)
@@ -202,11 +213,16 @@ class PerfmonLog:
             columns.append(cp)
         if not columns:
             raise self._fail("the header names no counters", 1)
-        return LogHeader(kind, m.group(2), m.group(3) or "", int(m.group(4)), tuple(columns), tuple(unparsed))
+        bias = int(m.group(4))
+        if abs(bias) > MAX_BIAS_MINUTES:
+            raise self._fail(
+                f"time-zone bias {m.group(4)[:20]} minutes is out of range (at most {MAX_BIAS_MINUTES})", 1, 1
+            )
+        return LogHeader(kind, m.group(2), m.group(3) or "", bias, tuple(columns), tuple(unparsed))
 
     def _safe_readline(self, line: int) -> str:
         try:
-            return self._text.readline(_CSV_FIELD_LIMIT * 4)
+            return self._text.readline(MAX_HEADER_CHARS)
         except UnicodeDecodeError as e:
             raise self._fail(f"not {self.encoding} text: {e.reason}", line) from None
 
@@ -218,7 +234,7 @@ class PerfmonLog:
         """
         width = len(self.header.columns) + 1
         bias_s = self.header.bias_minutes * 60.0
-        reader = csv.reader(self._text, delimiter=self.delimiter, strict=True)
+        reader = csv.reader(self._bounded_lines(width), delimiter=self.delimiter, strict=True)
         offset = 1  # the header line was read before the csv reader started
         day_cache: dict[str, float] = {}
         try:
@@ -232,7 +248,15 @@ class PerfmonLog:
                         if self.delimiter.join(cells).strip().lower().startswith(_TRAILERS):
                             continue
                         raise self._fail(str(e), line, 1) from None
-                    yield line, ts + bias_s, cells[1:]
+                    utc = ts + bias_s
+                    if not _MIN_UTC <= utc <= _MAX_UTC:
+                        raise self._fail(
+                            f"{cells[0][:40]!r} with the header's bias of {self.header.bias_minutes} minutes "
+                            "falls outside the years 1..9999",
+                            line,
+                            1,
+                        )
+                    yield line, utc, cells[1:]
                     continue
                 if n == 0 or (n == 1 and not cells[0].strip()):
                     continue
@@ -249,6 +273,21 @@ class PerfmonLog:
             ) from None
         except UnicodeDecodeError as e:
             raise self._fail(f"not {self.encoding} text: {e.reason}", reader.line_num + offset + 1) from None
+
+    def _bounded_lines(self, width: int) -> Iterator[str]:
+        """The log's lines, each at most what ``width`` cells can fill: a runaway row is refused, not read."""
+        limit = _CSV_FIELD_LIMIT + width * 256
+        line = 1
+        while True:
+            text = self._text.readline(limit + 1)
+            if not text:
+                return
+            line += 1
+            if len(text) > limit:
+                raise self._fail(
+                    f"a row longer than {limit} characters for {width} columns: not a PerfMon data row", line
+                )
+            yield text
 
 
 def parse_timestamp(text: str, day_cache: dict[str, float] | None = None) -> float:

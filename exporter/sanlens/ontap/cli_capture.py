@@ -9,10 +9,12 @@ characters that would then parse as data.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import datetime as dt
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from sanlens.ontap.cooking import CaptureError
 
@@ -56,20 +58,27 @@ def text_head(head: bytes) -> str:
     return head[skip:].decode(enc, "replace")
 
 
-def lines(p: Path) -> Iterator[tuple[int, str]]:
+def lines(p: Path, stream: BinaryIO | None = None) -> Iterator[tuple[int, str]]:
     """(number, line) of a text capture, decoded strictly in bounded memory.
 
     Lines are split by hand rather than by ``open(newline=None)`` so that an
     undecodable byte is reported at its own line, not at the start of the 8 KiB
-    chunk the text layer happened to be decoding.
+    chunk the text layer happened to be decoding. ``stream``, when given, is read
+    from where it stands and never seeked (it may be a pipe); the caller closes it.
     """
-    with open(p, "rb") as f:
-        enc, pos = _encoding(f.read(3))
-        f.seek(pos)
+    with open(p, "rb") if stream is None else contextlib.nullcontext(stream) as f:
+        first = f.read(CHUNK)
+        enc, pos = _encoding(first)
         decoder = codecs.getincrementaldecoder(enc)("strict")
         n, buf = 0, ""
+        pending: bytes | None = first[pos:]
         while True:
-            chunk = f.read(CHUNK)
+            if pending is not None:
+                chunk, pending = pending, None
+                if not chunk and first:  # the file was only a byte-order mark
+                    chunk = f.read(CHUNK)
+            else:
+                chunk = f.read(CHUNK)
             pos += len(chunk)
             try:
                 buf += decoder.decode(chunk, final=not chunk)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from sanlens.ontap.cli_capture import lines, number, parse_cli_time
 from sanlens.ontap.cooking import CaptureError, CounterRow, Sample
@@ -347,16 +348,19 @@ class _StatisticsReader:
         self.close_sample()
 
 
-def iter_statistics_samples(path: str | Path, notes: list[str] | None = None) -> Iterator[Sample]:
+def iter_statistics_samples(
+    path: str | Path, notes: list[str] | None = None, stream: BinaryIO | None = None
+) -> Iterator[Sample]:
     """Yield one Sample per capture held in a ``statistics show -raw`` text file.
 
     ``notes``, when given, receives one ``FILE:LINE: why`` string per thing
     skipped (ONTAP warnings, banners, prompts, empty arrays, a trailer that
-    undercounts), as the file is read.
+    undercounts), as the file is read. ``stream``: the file's bytes, already open
+    (a pipe included); ``path`` then only names it in messages.
     """
     p = Path(path)
     reader = _StatisticsReader(p, notes)
-    for n, line in lines(p):
+    for n, line in lines(p, stream):
         reader.feed(n, line)
         yield from reader.take()
     reader.finish()

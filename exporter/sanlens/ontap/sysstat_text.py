@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from sanlens.ontap.cli_capture import lines, number
 from sanlens.ontap.cooking import CaptureError, CounterRow, Sample
@@ -41,7 +42,7 @@ _PCT = re.compile(r"^(\d+(?:\.\d+)?)%(?:\((\d+(?:\.\d+)?)%\))?$")
 
 
 def iter_sysstat_samples(
-    path: str | Path, node: str | None = None, notes: list[str] | None = None
+    path: str | Path, node: str | None = None, notes: list[str] | None = None, stream: BinaryIO | None = None
 ) -> Iterator[Sample]:
     """One Sample (one row, table ``sysstat``) per interval line of ``sysstat -M`` output.
 
@@ -50,12 +51,13 @@ def iter_sysstat_samples(
     labels ONTAP's domain names, ``wafl_exempt_kahuna`` for the parenthesised
     WAFL_Ex share), ``ops`` and ``cp``. The values are already per-interval.
     ``notes``, when given, receives a ``FILE:LINE: why`` string per skipped
-    prompt or command line and for a skipped ``-c`` summary.
+    prompt or command line and for a skipped ``-c`` summary. ``stream``: the file's
+    bytes, already open (a pipe included); ``path`` then only names it in messages.
     """
     p = Path(path)
     node = node or p.stem
     header: list[str] | None = None
-    for n, raw in lines(p):
+    for n, raw in lines(p, stream):
         line = raw.strip()
         low = line.lower()
         if low.startswith("summary"):
