@@ -7,6 +7,12 @@ pipelining rules, header size limits. Work that can take a while (bcrypt, JSON, 
 plain-text body) runs in a small bounded thread pool. A /metrics response is the
 exposition's cached body, so a scrape copies bytes and never renders.
 
+Connections are bounded, and a new one is never refused while an idle one can make room:
+the oldest connection that has not yet sent a request goes first, then the least recently
+used keep-alive one, then the oldest whose request is still trickling in; a request being
+answered is never cut. So a flood of silent or slow sockets cannot lock Prometheus or a
+health probe out, and silent ones are closed after ``FIRST_BYTE_TIMEOUT`` anyway.
+
 With a web config (``sanlens.web_config``) every endpoint is served over TLS and/or behind
 basic auth, as the Prometheus exporter-toolkit does: the health endpoints too. The TLS
 settings are read per connection, so rotated certificates apply without a restart.
@@ -15,13 +21,18 @@ settings are read per connection, so rotated certificates apply without a restar
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
+import errno
+import functools
 import json
 import logging
 import socket
 import ssl
+import sys
 import threading
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -42,20 +53,37 @@ INDEX = """<html><head><title>sanlens</title></head><body><h1>sanlens {version}<
 
 HANDSHAKE_TIMEOUT = 10.0
 """A TLS handshake that takes longer than this is dropped, so half-open sockets do not pile up."""
+FIRST_BYTE_TIMEOUT = 10.0
+"""A new connection must start its first request within this: clients send theirs at once,
+and a socket that stays silent would otherwise hold a slot for the whole ``IDLE_TIMEOUT``."""
 REQUEST_TIMEOUT = 10.0
 """A request's line and headers must arrive within this, however slowly they trickle."""
 IDLE_TIMEOUT = 120.0
-"""A keep-alive connection idle this long is closed: longer than any sane scrape interval,
-so Prometheus reuses its connection (Go's client keeps idle ones for 90 s)."""
+"""A keep-alive connection idle this long after a response is closed: longer than any sane
+scrape interval, so Prometheus reuses its connection (Go's client keeps idle ones for 90 s)."""
 WRITE_TIMEOUT = 30.0
 """A client that does not read its response within this loses the connection."""
-MAX_CONNECTIONS = 1024
-"""Open connections beyond this are closed at once (each costs a file descriptor)."""
+LINGER_TIMEOUT = 2.0
+"""After an error answer, what the client still sends is read and dropped for up to this
+before closing: closing with unread bytes resets the connection, and the reset can destroy
+the answer before the client reads it."""
+MAX_CONNECTIONS = 512
+"""Open connections at most, and at most half the process's file descriptor limit, so the
+pollers always find one. An exporter's clients hold a few each (Prometheus, a proxy, probes);
+at the bound the least useful idle connection is closed to make room (see the module doc)
+and a new one is refused only when every open one is answering a request."""
+MAX_PER_PEER = 128
+"""Open connections from one address at most: at its bound a peer's own idle connections make
+room, so one host flooding the port never closes another host's keep-alive connections."""
 BACKLOG = 1024
 """Listen backlog: a burst of connections waits in the kernel instead of being refused."""
 WORKERS = 4
 """Threads for the work done off the event loop; more would only contend for the GIL."""
 MAX_HEAD_BYTES = 16 * 1024
+"""A request's line and headers together at most; beyond, 431 (Go's and nginx's limits are larger
+but an exporter's clients send a few hundred bytes)."""
+MAX_REQUEST_LINE = 8 * 1024
+"""A request line (method, target, version) at most; beyond, 414 (nginx's default buffer)."""
 _MAX_REQUEST_BODY = 64 * 1024
 
 # What Go's servers answer when plain HTTP reaches a TLS port: clearer than a reset.
@@ -93,6 +121,31 @@ def _text(status: int, text: str, headers: dict[str, str] | None = None) -> _Res
     return _Response(status, text.encode(), "text/plain; charset=utf-8", headers)
 
 
+# What a connection is doing, which orders who makes room when the table is full: lowest first.
+_CLOSING = -1  # answered an error, reading what the client still sends: nothing to lose
+_FRESH = 0  # no request yet
+_IDLE = 1  # between two requests on a keep-alive connection: the client reconnects
+_READING = 2  # a request (or a TLS handshake) is arriving: only slow clients stay here
+_ANSWERING = 3  # a request is being answered: never closed to make room
+
+
+class _Conn:
+    """One open connection in the server's table: who, since when, doing what."""
+
+    __slots__ = ("gone", "peer", "phase", "served", "since", "sock", "started", "task")
+
+    def __init__(self, peer: str, sock: socket.socket, now: float) -> None:
+        self.peer, self.sock, self.since = peer, sock, now
+        self.phase = _FRESH
+        self.served = 0
+        self.started = False  # the task has run: it closes the socket itself
+        self.gone = False  # out of the table (closed to make room, or ended)
+        self.task: asyncio.Task[None] | None = None
+
+    def enter(self, phase: int) -> None:
+        self.phase, self.since = phase, time.monotonic()
+
+
 class ExporterServer:
     """The exporter's HTTP server: an event loop in one thread, a renderer in another.
 
@@ -112,7 +165,12 @@ class ExporterServer:
         self._stop = threading.Event()
         self._closed = threading.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        # open connections in the order they were accepted, and how many each address holds
+        self._table: dict[_Conn, None] = {}
+        self._per_peer: collections.Counter[str] = collections.Counter()
         self.connections = 0
+        self.evicted = 0
+        """Connections closed to make room for a new one."""
 
     @property
     def port(self) -> int:
@@ -191,33 +249,94 @@ class ExporterServer:
         self._accepting = asyncio.current_task()
         if self._stop.is_set():
             return
+        cap = _fd_cap()
         with contextlib.suppress(asyncio.CancelledError):
             while True:
                 try:
                     conn, peer = await loop.sock_accept(self.sock)
                 except OSError as e:  # EMFILE and the like: back off, keep serving the open ones
                     log.warning("accept failed: %s", e)
+                    if e.errno in (errno.EMFILE, errno.ENFILE):
+                        self._make_room(None, len(self._table))  # one descriptor for the next
                     await asyncio.sleep(0.1)
                     continue
-                if len(self._tasks) >= MAX_CONNECTIONS:
+                record = _Conn(_peer_address(peer), conn, time.monotonic())
+                if not self._make_room(record.peer, min(MAX_CONNECTIONS, cap)):
+                    log.debug("refused %s: every connection is answering a request", peer)
                     conn.close()
                     continue
-                task = loop.create_task(self._connection(conn, peer))
+                task = loop.create_task(self._connection(conn, peer, record))
+                record.task = task
+                self._table[record] = None
+                self._per_peer[record.peer] += 1
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
+                task.add_done_callback(functools.partial(self._ended, record))
+                # let the new connection read what it was sent before more are accepted (an
+                # accept that finds one waiting does not yield), so a burst cannot push it out
+                await asyncio.sleep(0)
 
-    async def _connection(self, conn: socket.socket, peer: Any) -> None:
+    def _make_room(self, peer: str | None, limit: int) -> bool:
+        """Closes idle connections until a new one from ``peer`` fits: False when none can go."""
+        if peer is not None and self._per_peer[peer] >= MAX_PER_PEER:
+            victim = self._victim(peer)
+            if victim is None:
+                return False
+            self._evict(victim)
+        while len(self._table) >= limit:
+            victim = self._victim(None)
+            if victim is None:
+                return False
+            self._evict(victim)
+        return True
+
+    def _victim(self, peer: str | None) -> _Conn | None:
+        """The connection whose closing costs least (see the module doc), of ``peer`` if given."""
+        best: _Conn | None = None
+        for c in self._table:  # oldest first, so a tie goes to the oldest
+            if c.phase == _ANSWERING or (peer is not None and c.peer != peer):
+                continue
+            if c.phase in (_FRESH, _IDLE) and _has_spoken(c.sock):
+                c.enter(_READING)  # its request is in the socket, not yet read by the loop
+            if best is None or (c.phase, c.since) < (best.phase, best.since):
+                best = c
+                if c.phase <= _FRESH:  # a silent one: the oldest, as the table is in accept order
+                    break
+        return best
+
+    def _evict(self, c: _Conn) -> None:
+        self._forget(c)
+        self.evicted += 1
+        if not c.started:  # never ran, so its coroutine will not close the socket
+            c.sock.close()
+        if c.task is not None:
+            c.task.cancel()  # its ``finally`` closes the streams
+
+    def _ended(self, c: _Conn, _: asyncio.Task[None]) -> None:
+        self._forget(c)
+
+    def _forget(self, c: _Conn) -> None:
+        if c.gone:
+            return
+        c.gone = True
+        self._table.pop(c, None)
+        self._per_peer[c.peer] -= 1
+        if self._per_peer[c.peer] <= 0:
+            del self._per_peer[c.peer]
+
+    async def _connection(self, conn: socket.socket, peer: Any, record: _Conn) -> None:
+        record.started = True
         conn.setblocking(False)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         active = self.web.current() if self.web is not None else None
         writer: asyncio.StreamWriter | None = None
         self.connections += 1
         try:
-            streams = await self._open(conn, peer, active)
+            streams = await self._open(conn, peer, active, record)
             if streams is None:
                 return
             reader, writer = streams
-            await self._serve(reader, writer, active)
+            await self._serve(reader, writer, active, record)
         except (OSError, EOFError, TimeoutError, ssl.SSLError, h11.ProtocolError) as e:
             log.debug("connection from %s: %s", peer, e)
         finally:
@@ -229,15 +348,16 @@ class ExporterServer:
                 conn.close()
 
     async def _open(
-        self, conn: socket.socket, peer: Any, active: ActiveWeb | None
+        self, conn: socket.socket, peer: Any, active: ActiveWeb | None, record: _Conn
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """The connection's streams, after the TLS handshake when the web config asks for TLS."""
         loop = asyncio.get_running_loop()
         context = active.context if active is not None else None
         if context is not None:
-            first = await asyncio.wait_for(_peek(loop, conn), HANDSHAKE_TIMEOUT)
+            first = await asyncio.wait_for(_peek(loop, conn), min(HANDSHAKE_TIMEOUT, FIRST_BYTE_TIMEOUT))
             if not first:
                 return None
+            record.enter(_READING)
             if first != _TLS_HANDSHAKE_RECORD:
                 with contextlib.suppress(OSError, TimeoutError):
                     await asyncio.wait_for(loop.sock_sendall(conn, PLAIN_HTTP_ON_TLS), WRITE_TIMEOUT)
@@ -266,14 +386,20 @@ class ExporterServer:
         return reader, writer
 
     async def _serve(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, active: ActiveWeb | None
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        active: ActiveWeb | None,
+        record: _Conn,
     ) -> None:
         """Requests on one connection, for as long as the client keeps it alive."""
         h = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
         loop = asyncio.get_running_loop()
         while True:
-            # between requests the connection may idle; once a request starts, its head has a deadline
-            deadline = loop.time() + IDLE_TIMEOUT
+            # a new connection must speak soon; between requests it may idle; once a request
+            # starts, its head has a deadline
+            record.enter(_IDLE if record.served else _FRESH)
+            deadline = loop.time() + (IDLE_TIMEOUT if record.served else FIRST_BYTE_TIMEOUT)
             started = False
             request: h11.Request | None = None
             body_bytes = 0
@@ -281,9 +407,19 @@ class ExporterServer:
                 try:
                     event = h.next_event()
                 except h11.RemoteProtocolError as e:  # not HTTP, or a head too large
-                    await _answer_and_close(writer, e.error_status_hint)
+                    status = e.error_status_hint
+                    if status == 431 and _request_line_too_long(h.trailing_data[0]):
+                        status = 414
+                    await _answer_and_close(writer, status)
+                    await _linger(reader, writer, record)
                     return
                 if event is h11.NEED_DATA:
+                    if h.they_are_waiting_for_100_continue:  # the client waits for this before its body
+                        writer.write(
+                            h.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
+                            or b""
+                        )
+                        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
                     try:
                         data = await asyncio.wait_for(reader.read(65536), max(deadline - loop.time(), 0.0))
                     except TimeoutError:
@@ -291,28 +427,38 @@ class ExporterServer:
                             await self._send(
                                 writer, h, _text(408, "request timeout\n"), head_only=False, close=True
                             )
+                            await _linger(reader, writer, record)
                         return
                     if data and not started:
                         started, deadline = True, loop.time() + REQUEST_TIMEOUT
+                        record.enter(_READING)
                     h.receive_data(data)
                     continue
                 if isinstance(event, h11.Request):
                     request = event
                     started = True
+                    refused = _unacceptable(event)
+                    if refused is not None:
+                        await self._send(writer, h, refused, head_only=False, close=True)
+                        await _linger(reader, writer, record)
+                        return
                 elif isinstance(event, h11.Data):
                     body_bytes += len(event.data)
                     if body_bytes > _MAX_REQUEST_BODY:
                         await self._send(
                             writer, h, _text(413, "request too large\n"), head_only=False, close=True
                         )
+                        await _linger(reader, writer, record)
                         return
                 elif isinstance(event, h11.EndOfMessage):
                     break
                 elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                     return
             assert request is not None
+            record.enter(_ANSWERING)
             response = await self._respond(request, active)
             await self._send(writer, h, response, head_only=request.method == b"HEAD", close=False)
+            record.served += 1
             if h.our_state is h11.MUST_CLOSE or h.their_state is h11.MUST_CLOSE:
                 return
             h.start_next_cycle()
@@ -417,6 +563,67 @@ async def _answer_and_close(writer: asyncio.StreamWriter, status: int) -> None:
         f"HTTP/1.1 {st.value} {st.phrase}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode()
     )
     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+
+
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, record: _Conn) -> None:
+    """After an error answer: no more to send, and what the client still sends is dropped
+    until it closes or ``LINGER_TIMEOUT``, so closing does not reset the answer away."""
+    record.enter(_CLOSING)
+    if writer.can_write_eof():  # TLS cannot half-close; its close_notify comes with the close
+        writer.write_eof()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + LINGER_TIMEOUT
+    with contextlib.suppress(TimeoutError):
+        while (left := deadline - loop.time()) > 0:
+            if not await asyncio.wait_for(reader.read(65536), left):
+                return
+
+
+def _unacceptable(request: h11.Request) -> _Response | None:
+    """The answer to a request that must not be served (then the connection closes), else None."""
+    if not request.http_version.startswith(b"1."):  # HTTP/1.x with x > 1 is read as HTTP/1.1
+        return _text(505, "HTTP version not supported\n")
+    line = len(request.method) + len(request.target) + 10
+    if line > MAX_REQUEST_LINE:
+        return _text(414, "URI too long\n")
+    # h11 bounds a head still arriving; one that arrived whole in a single read is measured here
+    if line + sum(len(k) + len(v) + 4 for k, v in request.headers) > MAX_HEAD_BYTES:
+        return _text(431, "request header fields too large\n")
+    expect = _header(request, b"expect")
+    if expect is not None and expect.lower() != "100-continue":
+        return _text(417, "expectation failed\n")
+    length = _header(request, b"content-length")
+    if length is not None and int(length) > _MAX_REQUEST_BODY:  # said up front: no need to read it
+        return _text(413, "request too large\n")
+    return None
+
+
+def _request_line_too_long(buffered: bytes) -> bool:
+    """Whether a head refused as too large is refused for its request line (414, not 431)."""
+    end = buffered.lstrip(b"\r\n").find(b"\n")
+    return end < 0 or end > MAX_REQUEST_LINE
+
+
+def _has_spoken(sock: socket.socket) -> bool:
+    """Whether the client has sent bytes the event loop has not read yet (the socket is non-blocking)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    except OSError:  # nothing waiting (BlockingIOError), or closed or reset: silent either way
+        return False
+
+
+def _peer_address(peer: Any) -> str:
+    return str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+
+
+def _fd_cap() -> int:
+    """Half the process's file descriptor limit: connections must leave the pollers theirs."""
+    try:
+        import resource
+    except ImportError:  # not on a POSIX system: MAX_CONNECTIONS alone bounds them
+        return sys.maxsize
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return sys.maxsize if soft == resource.RLIM_INFINITY else max(soft // 2, 16)
 
 
 def _header(request: h11.Request, name: bytes) -> str | None:
