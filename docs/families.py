@@ -75,6 +75,17 @@ SELF = (
         "only while a serial is ambiguous",
     ),
     Family(
+        "sanlens_series_dropped",
+        "gauge",
+        ("target", "reason"),
+        "count",
+        "label values of the target's upstream (host disk and volume names, ONTAP object names)",
+        "series left out of the current page because a label value is longer than 1024 bytes (UTF-8): "
+        "one such value would make a Prometheus with `label_value_length_limit` refuse the whole scrape; "
+        '`reason` is `label_value_too_long`; `target` "" counts sanlens\' own findings',
+        "only while a series is left out",
+    ),
+    Family(
         "sanlens_poll_errors_total",
         "counter",
         (*TARGET, "reason"),
@@ -263,6 +274,17 @@ ONTAP_INVENTORY = (
         "rows whose aggregation was incomplete (a node unreachable) in the last poll; their counter "
         "series are left out of the page for that poll (a partial sum is never a counter sample); "
         "`policy` is what the diagnoses do with them: the table's `keep` or `skip`",
+    ),
+    Family(
+        "sanlens_ontap_malformed_records",
+        "gauge",
+        ("cluster", "table", "problem"),
+        "count",
+        "counter-table records; for `collection: harvest`, the query API's samples (`table` harvest)",
+        "records of the last poll skipped as garbage: `no_id`, `no_counters`, `duplicate_id` (the first "
+        "record of an id is kept), or for Harvest `unreadable` (not a named series with a number) and "
+        "`duplicate` (the first series wins); a poll whose records are all garbage fails as `malformed`",
+        "only while records are skipped",
     ),
     Family(
         "sanlens_ontap_counter_table_missing",

@@ -21,6 +21,7 @@ from sanlens.config import Config, check_config
 from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
 from sanlens.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
 from sanlens.sim.scenarios import SCENARIOS
+from sanlens.urls import RedactingFilter
 
 log = logging.getLogger("sanlens")
 
@@ -43,6 +44,9 @@ def setup_logging(level: str = "info") -> None:
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:  # no log line shows a URL's user info
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
 
 
 def checked_config(path: str, files: bool = True) -> Config:

@@ -57,6 +57,7 @@ MAX_PROBLEMS = 100
 MAX_POLL_INTERVAL = 86400.0
 MAX_TIMEOUT = 3600.0
 MAX_SCHEMA_REFRESH = 30 * 86400.0
+MIB = 1024 * 1024
 
 SECRET_KEYS = frozenset({"password"})
 """Keys whose values are never shown, not even their type."""
@@ -440,6 +441,14 @@ class OntapTarget(_Model):
         default=1.0, ge=0, description="Fewer operations than this in an interval: no latency for it."
     )
     max_records: int = Field(default=1000, ge=1, le=10000, description="Page size of every paged request.")
+    max_response_bytes: int = Field(
+        default=256 * MIB,
+        ge=1 * MIB,
+        le=4096 * MIB,
+        description="Largest answer read, in bytes (after decompression): a larger one fails the poll "
+        "(reason `too_large`) instead of taking the exporter's memory. A 1000-row page of 10,000 LUNs "
+        "is a few MB.",
+    )
     schema_refresh: Annotated[Duration, Field(ge=0, le=MAX_SCHEMA_REFRESH)] = Field(
         default=Duration(86400), description="How often the counter schemas are read again."
     )
@@ -543,6 +552,20 @@ class HostTarget(RuledModel, _Model):
     )
     poll_interval: Interval = Field(default=Duration(15), description="How often the host is polled.")
     timeout: Timeout = Field(default=Duration(10), description="Timeout of each request.")
+    max_response_bytes: int = Field(
+        default=64 * MIB,
+        ge=64 * 1024,
+        le=1024 * MIB,
+        description="Largest answer read, in bytes (after decompression): a larger one fails the poll "
+        "(reason `too_large`) instead of taking the exporter's memory.",
+    )
+    max_series: int = Field(
+        default=200_000,
+        ge=100,
+        le=10_000_000,
+        description="Most samples on one exporter page (windows_exporter, node_exporter); a page with "
+        "more fails the poll (reason `too_large`) before it is parsed.",
+    )
     queue_depth: Annotated[int, Field(ge=1), _POSITIVE_QUEUE] = Field(
         default=32,
         description="Per-LUN HBA queue depth; Q_eff = queue_depth x paths. On Linux a depth the host reports "

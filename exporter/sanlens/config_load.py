@@ -46,6 +46,7 @@ from sanlens import config as model
 from sanlens.config_files import DecodeError, TooLarge, decode, read_capped, shown
 from sanlens.config_rules import ALIAS_ERROR, ALIASES, RULE_ERROR, Aliases, Cite, Loc, fill
 from sanlens.errors import ConfigError, ConfigErrors
+from sanlens.urls import has_password
 
 log = logging.getLogger("sanlens.config")
 
@@ -661,6 +662,7 @@ def _parts(data: dict[str, Any]) -> tuple[model.DiagnoseConfig | None, list[Cred
 def _warn(cfg: model.Config) -> None:
     """What is accepted but unsafe, logged once for however many targets do it."""
     inline: list[str] = []
+    in_url: list[str] = []
     unverified: list[str] = []
     groups: tuple[tuple[str, Sequence[model.OntapTarget | model.HostTarget]], ...] = (
         ("ontap", cfg.ontap),
@@ -670,10 +672,13 @@ def _warn(cfg: model.Config) -> None:
         for i, target in enumerate(targets):
             if target.auth.password:
                 inline.append(f"{name}[{i}].auth")
+            if target.url and has_password(target.url):
+                in_url.append(f"{name}[{i}].url")
             if target.tls.insecure_skip_verify:
                 unverified.append(f"{name}[{i}].tls")
     for where, warning in (
         (inline, "inline password; prefer password_file or password_env"),
+        (in_url, "password in the url; prefer auth.username with password_file or password_env"),
         (unverified, "insecure_skip_verify is true; TLS certificates are NOT verified"),
     ):
         if where:

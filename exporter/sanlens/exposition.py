@@ -20,7 +20,7 @@ import platform
 import struct
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import generate_latest
@@ -48,6 +48,11 @@ several times the CPU for a few percent."""
 PROCESS_TTL_S = 1.0
 """How long one reading of the ``process_*`` families serves: 20 scrapers a second then read
 /proc once, not 20 times; no Prometheus scrapes one exporter more often than that."""
+MAX_LABEL_VALUE_BYTES = 1024
+"""The longest label value /metrics carries. Label values come from upstreams (host disk and volume
+names, ONTAP object names): one oversized value would make a line of this page as long, and a
+Prometheus with ``label_value_length_limit`` set refuses the whole scrape for it. A series with a
+longer value is left out, counted in ``sanlens_series_dropped`` and logged once per target."""
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no name, no mtime, OS unknown
 _FINAL_EMPTY_BLOCK = b"\x03\x00"  # a final, empty fixed-Huffman block: ends the deflate stream
 
@@ -55,8 +60,9 @@ _FINAL_EMPTY_BLOCK = b"\x03\x00"  # a final, empty fixed-Huffman block: ends the
 class _SelfCollector(Collector):
     """sanlens' own health families, rendered with every body (they change with each poll)."""
 
-    def __init__(self, state: State) -> None:
+    def __init__(self, state: State, dropped: Mapping[str, int]) -> None:
         self.state = state
+        self.dropped = dropped
 
     def collect(self) -> Iterator[PromMetric]:
         status = self.state.view()[1]
@@ -98,6 +104,16 @@ class _SelfCollector(Collector):
             for reason, n in sorted(st.errors.items()):
                 errs.add_metric([*lv, reason], float(n))
         yield from (up, dur, last, errs, polls, interval)
+        if self.dropped:  # none in a normal estate: no family at all
+            dropped = GaugeMetricFamily(
+                "sanlens_series_dropped",
+                f"Series left out of this page: a label value longer than {MAX_LABEL_VALUE_BYTES} bytes "
+                '(target "" for sanlens\' own findings).',
+                labels=["target", "reason"],
+            )
+            for name, n in sorted(self.dropped.items()):
+                dropped.add_metric([name, "label_value_too_long"], float(n))
+            yield dropped
         found = self.state.directory.ambiguous() if self.state.directory is not None else []
         if found:  # none in a normal estate: no family at all
             ambiguous = GaugeMetricFamily(
@@ -128,24 +144,42 @@ def format_value(v: float) -> str:
     return repr(float(v))
 
 
-class LabelText(dict[tuple[str, ...], str]):
+def oversized(values: tuple[str, ...]) -> int | None:
+    """The position of the first value longer than ``MAX_LABEL_VALUE_BYTES`` in UTF-8, else None."""
+    for i, v in enumerate(values):
+        if (
+            len(v) > MAX_LABEL_VALUE_BYTES // 4
+            and len(v.encode("utf-8", "surrogatepass")) > MAX_LABEL_VALUE_BYTES
+        ):
+            return i
+    return None
+
+
+class LabelText(dict[tuple[str, ...], str | None]):
     """Label sets rendered as ``k="v",...`` for one tuple of label names.
 
     Families of one snapshot share it (a LUN's dozen families repeat the same label values), and
     it falls back to the previous render's texts: a target's next poll brings the same label
     sets as new but equal tuples, so the next render joins only the sets that are new. Only the
-    sets rendered this time are kept, so instances that went away are forgotten."""
+    sets rendered this time are kept, so instances that went away are forgotten.
 
-    __slots__ = ("last", "names")
+    A set with a value past ``MAX_LABEL_VALUE_BYTES`` renders as None: its series are left out, and
+    ``dropped`` counts them (``example``: the first one's family, label and length, for the log)."""
 
-    def __init__(self, names: tuple[str, ...], last: Mapping[tuple[str, ...], str] | None = None) -> None:
+    __slots__ = ("dropped", "example", "last", "names")
+
+    def __init__(
+        self, names: tuple[str, ...], last: Mapping[tuple[str, ...], str | None] | None = None
+    ) -> None:
         super().__init__()
         self.names = names
         self.last = last or {}
+        self.dropped = 0
+        self.example: tuple[str, str, int] | None = None
 
-    def __missing__(self, values: tuple[str, ...]) -> str:
+    def __missing__(self, values: tuple[str, ...]) -> str | None:
         text = self.last.get(values)
-        if text is None:
+        if text is None and oversized(values) is None:
             text = ",".join(f'{k}="{escape_label_value(x)}"' for k, x in zip(self.names, values, strict=True))
         self[values] = text
         return text
@@ -159,6 +193,12 @@ def render_samples(m: Metric, label_cache: LabelText | None = None) -> str:
     append = lines.append
     for values, v in m.samples:
         lab = cache[values]
+        if lab is None:
+            cache.dropped += 1
+            if cache.example is None:
+                i = oversized(values) or 0
+                cache.example = (m.name, m.label_names[i], len(values[i].encode("utf-8", "surrogatepass")))
+            continue
         value = repr(v) if math.isfinite(v) else format_value(v)
         append(f"{prefix}{lab}}} {value}\n" if lab else f"{m.name} {value}\n")
     return "".join(lines)
@@ -236,8 +276,11 @@ class Exposition:
         self._plain: tuple[int, bytes] | None = None
         self._process_text: tuple[float, bytes] | None = None
         self._gzip: tuple[int, bytes, bytes] | None = None
+        # series left out of the current body for an oversized label value, by target ("": sanlens' own)
+        self.dropped: dict[str, int] = {}
+        self._dropped_logged: set[str] = set()
         self._self = CollectorRegistry(auto_describe=False)
-        self._self.register(_SelfCollector(state))
+        self._self.register(_SelfCollector(state, self.dropped))
         self._process = CollectorRegistry(auto_describe=False)
         ProcessCollector(registry=self._process)
         self.renders = 0
@@ -257,16 +300,39 @@ class Exposition:
             text = caches.get(m.label_names)
             if text is None:
                 text = caches[m.label_names] = LabelText(m.label_names, last.get(m.label_names))
+            before = text.dropped
+            rendered = render_samples(m, text)
             pieces[m.name] = (
                 Metric(m.name, m.type, m.help, m.label_names, ()),  # the family without its samples
-                Piece.of(render_samples(m, text).encode()),
-                len(m.samples),
+                Piece.of(rendered.encode()),
+                len(m.samples) - (text.dropped - before),
             )
+        self._count_dropped(name, caches.values())
         for text in caches.values():
             text.last = {}  # the previous render's texts: what this one did not use is gone
         self._label_texts[name] = caches
         self._snap_cache[name] = (stamp, pieces)
         return pieces
+
+    def _count_dropped(self, name: str, caches: Iterable[LabelText]) -> None:
+        """Count the series left out of ``name``'s part of the body; log when that starts."""
+        n, example = 0, None
+        for text in caches:
+            n += text.dropped
+            example = example or text.example
+        if not n:
+            self.dropped.pop(name, None)
+            self._dropped_logged.discard(name)
+            return
+        self.dropped[name] = n
+        if name not in self._dropped_logged and example is not None:
+            self._dropped_logged.add(name)
+            family, label, size = example
+            log.warning(
+                "%s: %d series left out of /metrics: a label value longer than %d bytes (first: %s's %s, "
+                "%d bytes); see sanlens_series_dropped",
+                name or "sanlens", n, MAX_LABEL_VALUE_BYTES, family, label, size,
+            )  # fmt: skip
 
     def _header(self, m: Metric) -> Piece:
         key = (m.name, m.type, m.help)
@@ -294,6 +360,7 @@ class Exposition:
             for gone in set(self._snap_cache) - set(snaps):
                 del self._snap_cache[gone]
                 self._label_texts.pop(gone, None)
+                self._count_dropped(gone, ())
             engine = self.state.engine
             if engine is not None:
                 caches: dict[tuple[str, ...], LabelText] = {}
@@ -301,6 +368,8 @@ class Exposition:
                     text = render_samples(m, caches.setdefault(m.label_names, LabelText(m.label_names)))
                     families.setdefault(m.name, (m, []))[1].append(Piece.of(text.encode()))
                     series += len(m.samples)
+                self._count_dropped("", caches.values())
+                series -= self.dropped.get("", 0)
             parts: list[Piece] = []
             for m, pieces in families.values():
                 parts.append(self._header(m))

@@ -20,6 +20,7 @@ from sanlens.errors import SourceError
 from sanlens.freshness import ReceiveClock, stale_after
 from sanlens.join import LunDirectory
 from sanlens.model import Metric, Snapshot
+from sanlens.urls import redact
 
 log = logging.getLogger(__name__)
 
@@ -431,7 +432,7 @@ class Poller(threading.Thread):
         try:
             snap = self.source.poll()
         except SourceError as e:
-            return None, e.reason or "error", str(e)
+            return None, e.reason or "error", redact(str(e))  # shown at /status and in the log
         except Exception as e:  # unexpected: keep polling, count it
             log.exception("poll %s crashed", self.source.name)
             return None, "internal", type(e).__name__

@@ -63,9 +63,28 @@ def _usable(name: str, disk: str, value: float) -> float:
 
 
 def text_samples(text: str) -> list[Sample]:
-    """(name, labels, value) of every sample of a Prometheus text page; ValueError when it is none."""
-    families = list(text_string_to_metric_families(text.lstrip("\ufeff")))
-    return [(s.name, s.labels, s.value) for fam in families for s in fam.samples]
+    """(name, labels, value) of every sample of a Prometheus text page; ValueError when it is none.
+
+    A page with the same series twice is refused whole: an exporter never writes one (its client
+    library refuses to), so it is two pages run together or a broken textfile, and which of the two
+    values is this host's cannot be told. The parser's words are clipped: they quote the line."""
+    try:
+        families = list(text_string_to_metric_families(text.lstrip("\ufeff")))
+    except (ValueError, TypeError, IndexError, OverflowError) as e:
+        raise ValueError(_clip(str(e))) from None
+    out = [(s.name, s.labels, s.value) for fam in families for s in fam.samples]
+    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    for name, labels, _ in out:
+        key = (name, frozenset(labels.items()))
+        if key in seen:
+            raise ValueError(f"the series {_clip(name, 100)} appears twice with the same labels")
+        seen.add(key)
+    return out
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_scrape(text: str) -> list[DiskReading]:

@@ -55,8 +55,9 @@ from sanlens.errors import SourceError
 from sanlens.hosts.catalogue import NODE_EXPORTER
 from sanlens.hosts.cooking import DiskReading, PathReading
 from sanlens.hosts.exporter_scrape import Sample, text_samples
-from sanlens.hosts.sources import HttpScrapeSource, safe_url
+from sanlens.hosts.sources import HttpScrapeSource
 from sanlens.join import NVME_ID_PREFIXES, LunDirectory, normalize_wwid, ontap_wwid, serial_from_wwid
+from sanlens.urls import safe_url
 
 log = logging.getLogger(__name__)
 

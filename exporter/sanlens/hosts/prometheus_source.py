@@ -26,9 +26,10 @@ from sanlens.hosts import exporter_scrape, node_exporter
 from sanlens.hosts.catalogue import NODE_EXPORTER
 from sanlens.hosts.cooking import DiskReading
 from sanlens.hosts.exporter_scrape import Sample, ScrapeParseError
-from sanlens.hosts.sources import HttpScrapeSource, safe_url
+from sanlens.hosts.sources import HttpScrapeSource
 from sanlens.join import LunDirectory
 from sanlens.model import Snapshot
+from sanlens.urls import safe_url
 
 MIN_WINDOW_S = 60.0  # the range read back: at least one scrape at any common scrape interval
 # what sanlens adds to the exporter's series: which LUN each disk is, and its queue and path settings

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from sanlens.abortable import AbortableAdapter
+from sanlens.abortable import REDIRECT_STATUS, AbortableAdapter, ResponseTooLarge, follow
 from sanlens.config import HostTarget
 from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SanlensError, SourceError
@@ -25,6 +25,7 @@ from sanlens.join import LunDirectory
 from sanlens.model import HostDiskStats, Snapshot
 from sanlens.state import Source
 from sanlens.trust import Trust
+from sanlens.urls import safe_url
 
 
 class HostSource:
@@ -72,15 +73,6 @@ class HostSource:
         pass
 
 
-def safe_url(url: str) -> str:
-    """The URL without user info, for messages (never echo a credential)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
 def scrape_url(url: str) -> str:
     """``http://h:9182`` → ``http://h:9182/metrics``, plus the collectors we read."""
     parts = urlsplit(url)
@@ -117,15 +109,28 @@ class HttpScrapeSource(HostSource):
         self.session.verify = self.trust.verify
 
     def fetch(self, url: str) -> requests.Response:
-        """GET ``url``; transport failures and refused credentials as SourceError, any other status returned."""
+        """GET ``url``; transport failures and refused credentials as SourceError, any other status returned.
+
+        The body is read here, at most ``max_response_bytes`` of it (``too_large`` past that),
+        and is the returned response's ``content``. Redirects are followed only on the origin
+        of ``url``: the credentials go nowhere else.
+        """
         where = safe_url(url)
+        start = url
         reauthed = False
+        hops = 0
         self.adapter.resume()
         while True:
             self.adapter.check()
             self.auth_retry.before_request()
             try:
-                resp = self.session.get(url, timeout=float(self.target.timeout), verify=self.trust.verify)
+                resp = self.session.get(
+                    url,
+                    timeout=float(self.target.timeout),
+                    verify=self.trust.verify,
+                    stream=True,  # read_body bounds it
+                    allow_redirects=False,  # follow() decides
+                )
             except requests.Timeout:
                 raise SourceError(f"{where}: timed out", reason="timeout") from None
             except requests.exceptions.SSLError as e:
@@ -135,12 +140,20 @@ class HttpScrapeSource(HostSource):
                 raise SourceError(f"{where}: {type(e).__name__}", reason="connection") from None
             except OSError as e:  # requests: a CA bundle, client certificate or key path that does not exist
                 raise SourceError(f"{where}: {self.trust.explain(e)}", reason="tls") from None
+            if resp.status_code in REDIRECT_STATUS:
+                url = follow(resp, start, where, hops)
+                hops += 1
+                continue
             if resp.status_code == 401 and not reauthed and self.auth_retry.after_refusal():
+                resp.close()
                 reauthed = True  # the password file changed since this request was sent: once more
                 continue
             break
         if resp.status_code in (401, 403):
+            resp.close()
             raise SourceError(f"{where}: HTTP {resp.status_code} (check auth)", reason="auth")
+        body = self.adapter.read_body(resp, int(self.target.max_response_bytes), where)
+        resp._content = bytes(body)  # what .content, .text and .json() read
         return resp
 
     def scrape(self) -> tuple[float, str]:
@@ -151,11 +164,25 @@ class HttpScrapeSource(HostSource):
             raise SourceError(f"{safe_url(self.url)}: HTTP {resp.status_code}", reason="http")
         return ts, resp.text
 
+    def check_series(self, text: str) -> None:
+        """Refuse a page with more samples than ``max_series`` before it is parsed (``too_large``).
+
+        Counted as lines that are not comments: a cheap upper bound, a few C-speed passes.
+        """
+        limit = int(self.target.max_series)
+        lines = text.count("\n") + (not text.endswith("\n"))
+        samples = lines - text.count("\n#") - text.startswith("#")
+        if samples > limit:
+            raise ResponseTooLarge(
+                f"{safe_url(self.url)}: page of about {samples} series exceeds max_series ({limit})"
+            )
+
     def parse(self, text: str) -> list[DiskReading]:
         raise NotImplementedError
 
     def read(self) -> tuple[float, list[DiskReading], dict[str, HostDiskStats] | None, float | None]:
         ts, text = self.scrape()
+        self.check_series(text)
         return ts, self.parse(text), None, None
 
     def abort(self) -> None:

@@ -20,15 +20,17 @@ import json
 from dataclasses import replace
 from typing import Any, Protocol
 
+from sanlens.abortable import ResponseTooLarge
 from sanlens.config import HostTarget
 from sanlens.credentials import AuthRetry, Secret
 from sanlens.errors import SanlensError, SourceError
 from sanlens.hosts import rawcounters as rc
 from sanlens.hosts.cooking import DiskReading, Unwrapper
-from sanlens.hosts.sources import HostSource, safe_url
+from sanlens.hosts.sources import HostSource
 from sanlens.join import LunDirectory, normalize_serial
 from sanlens.model import HostDiskStats
 from sanlens.trust import Trust
+from sanlens.urls import safe_url
 
 _PD_PROPS = (
     "Name,DiskReadsPerSec,DiskWritesPerSec,DiskReadBytesPerSec,DiskWriteBytesPerSec,"
@@ -146,6 +148,11 @@ class PyWinRMTransport:
             err = r.std_err.decode("utf-8", "replace").strip().splitlines()
             raise SourceError(
                 f"{self._where}: PowerShell failed: {err[0] if err else r.status_code}", reason="remote"
+            )
+        limit = int(self._target.max_response_bytes)
+        if len(r.std_out) > limit:  # pywinrm has read it all; its JSON parse is what is spared
+            raise ResponseTooLarge(
+                f"{self._where}: PowerShell output of {len(r.std_out)} bytes exceeds max_response_bytes ({limit})"
             )
         return str(r.std_out.decode("utf-8", "replace"))
 

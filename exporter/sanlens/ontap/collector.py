@@ -12,6 +12,7 @@ import concurrent.futures
 import gc
 import logging
 import time
+from collections import Counter
 from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import quote
@@ -27,12 +28,14 @@ from sanlens.ontap.capabilities import ASA_R2, Capabilities, personality
 from sanlens.ontap.catalogue import TableDef, catalogue, unit_scale
 from sanlens.ontap.client import POOL_SIZE, OntapClient, OntapNotFound
 from sanlens.ontap.cooking import (
+    CaptureError,
     CookedTable,
     CounterRow,
     CounterSpec,
     cook_table,
     keeps_partial,
     parse_schema_doc,
+    record_problem,
     rows_from_response,
 )
 from sanlens.ontap.inputs import status
@@ -40,6 +43,10 @@ from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_static
 from sanlens.ontap.views import build_view, table_fields
 
 CLUSTER_INFO_HELP = "ONTAP cluster, version, personality (unified or asa-r2) and collection path (tables, statistics or harvest)."
+MALFORMED_HELP = (
+    "Records of the last poll skipped as garbage, by table and problem: no id, no counters, an id repeated "
+    "(the first record wins), or for Harvest a sample that is not a named series with a number."
+)
 log = logging.getLogger(__name__)
 
 INVENTORY_EVERY = 300.0  # seconds between full inventory refreshes
@@ -87,6 +94,7 @@ class OntapSource:
         self.tables_missing: set[str] = set()  # configured tables this cluster answers 404 for
         self._missing_tables_logged: set[tuple[str, str]] = set()
         self._fetched_at: dict[str, float] = {}  # table -> when its rows arrived in this poll
+        self.malformed: dict[str, Counter[str]] = {}  # table -> records skipped this poll, by problem
         self.version: OntapVersion | None = None
         self.inventory = Inventory()
         self._inventory_at = 0.0
@@ -224,6 +232,7 @@ class OntapSource:
                     self._table_missing(table, missing)
                     self.partial.pop(table, None)
                     self._partial_ids.pop(table, None)
+                    self.malformed.pop(table, None)
                 return out
             log.warning("%s: counter tables unavailable; using the statistics fields", self.name)
             self._fallback = True
@@ -282,12 +291,27 @@ class OntapSource:
             if base and base.base and base.base not in wanted and base.base in schema:
                 wanted.append(base.base)
         rows: list[CounterRow] = []
+        problems: Counter[str] = Counter()
+        seen = 0
         for page in self.client.pages(
             f"/api/cluster/counter/tables/{quote(table, safe='')}/rows",
             {"fields": "properties,counters", "counters.name": "|".join(wanted)},
         ):
-            rows += rows_from_response({"records": page}, table, table, first=len(rows))
+            try:
+                got = rows_from_response({"records": page}, table, table, first=seen)
+            except CaptureError as e:  # a record or counter of the wrong type: the page cannot be trusted
+                raise SourceError(str(e), reason="malformed") from None
+            bad = [record_problem(r) for r in page]
+            problems.update(p for p in bad if p)
+            rows += (r for r, p in zip(got, bad, strict=True) if not p) if any(bad) else got
+            seen += len(page)
         self._fetched_at[table] = self.clock()
+        rows = _first_of_each(rows, problems)
+        self._note_malformed(table, problems)
+        if seen and not rows:
+            raise SourceError(
+                f"{table}: none of the {seen} records is a row ({_problems(problems)})", reason="malformed"
+            )
         partial = frozenset(r.instance for r in rows if not r.complete)
         self._note_partial(table, len(partial))
         self.partial[table] = len(partial)
@@ -296,6 +320,18 @@ class OntapSource:
             for r in rows:
                 r.complete = True
         return rows
+
+    def _note_malformed(self, table: str, problems: Counter[str]) -> None:
+        """Log when a table's records start (or stop) being garbage, not every poll."""
+        before = self.malformed.get(table)
+        self.malformed[table] = problems
+        if problems and not before:
+            log.warning(
+                "%s: %s records skipped (%s); the first of records sharing an id is kept",
+                self.name, table, _problems(problems),
+            )  # fmt: skip
+        elif before and not problems:
+            log.info("%s: %s records are well-formed again", self.name, table)
 
     def _note_partial(self, table: str, n: int) -> None:
         """Log when a table's rows start (or stop) missing constituents, not every poll."""
@@ -426,6 +462,10 @@ class OntapSource:
                   "Counter rows whose aggregation was incomplete (a node unreachable) in the last poll.",
                   {"cluster": c, "table": table, "policy": "keep" if keeps_partial(table) else "skip"},
                   float(n_partial))  # fmt: skip
+        for table, problems in sorted(self.malformed.items(), key=lambda kv: order.get(kv[0], len(order))):
+            for problem, count in sorted(problems.items()):
+                b.add("sanlens_ontap_malformed_records", "gauge", MALFORMED_HELP,
+                      {"cluster": c, "table": table, "problem": problem}, float(count))  # fmt: skip
         for x in inv.namespaces:
             b.add("sanlens_ontap_namespace_info", "gauge", "ONTAP NVMe namespace inventory; uuid joins host namespaces.",
                   {"cluster": c, "svm": x["svm"], "volume": x["volume"], "namespace": x["lun"], "uuid": x["uuid"],
@@ -491,6 +531,24 @@ class OntapSource:
                         skey = (*vals0, by) if by is not None else vals0
                         b.add_tuple(fam, mtype, help_, lnames, skey, cv * scale)
         return b.build()
+
+
+def _first_of_each(rows: list[CounterRow], problems: Counter[str]) -> list[CounterRow]:
+    """The first row of each id: ONTAP never repeats one, but a collection that changes between pages
+    can hand the same record twice, and two rows of one instance would be cooked and exported twice."""
+    seen: set[str] = set()
+    out: list[CounterRow] = []
+    for r in rows:
+        if r.instance in seen:
+            problems["duplicate_id"] += 1
+            continue
+        seen.add(r.instance)
+        out.append(r)
+    return out
+
+
+def _problems(problems: Counter[str]) -> str:
+    return ", ".join(f"{n} {p.replace('_', ' ')}" for p, n in sorted(problems.items()))
 
 
 def _release(v: OntapVersion | None) -> str:

@@ -18,11 +18,12 @@ node's CPU view).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from sanlens.errors import SanlensError
 from sanlens.ontap.catalogue import CounterSpec, catalogue, cooked_unit, unit_scale
@@ -441,6 +442,39 @@ def parse_schema_doc(doc: Mapping[str, Any]) -> tuple[str, dict[str, CounterSpec
     return table, specs
 
 
+def record_problem(r: object) -> str | None:
+    """Why a live counter-table record is garbage (``no_id``, ``no_counters``), None when it is a row.
+
+    ONTAP gives every row its ``id`` and the counters asked for: a record without them would become
+    a row named by its position, with nothing in it, and a poll of nothing but such rows would pass
+    for a healthy one. Captures keep id-less rows (``rows_from_response``); the live poll does not.
+    """
+    if not isinstance(r, dict):
+        return "not_object"
+    rid = r.get("id")
+    if not (isinstance(rid, str) and rid) and type(rid) is not int:
+        return "no_id"
+    counters = r.get("counters")
+    if not isinstance(counters, list) or not any(isinstance(c, dict) and "name" in c for c in counters):
+        return "no_counters"
+    return None
+
+
+def _floats(x: object) -> list[float]:
+    """A JSON array of numbers; anything else (``"12345"`` would iterate as 1, 2, 3, 4, 5) is refused."""
+    if not isinstance(x, list):
+        raise TypeError("not an array")
+    return [float(v) for v in x]
+
+
+def _strings(x: object) -> list[str]:
+    if x is None:
+        return []
+    if not isinstance(x, list):
+        raise TypeError("not an array")
+    return [str(v) for v in x]
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -484,12 +518,15 @@ def rows_from_response(
             name = str(c["name"])
             try:
                 if "counters" in c:  # 2-D: one {"label", "values"} per outer label, inner labels shared
-                    inner = [str(x) for x in c.get("labels") or []]
+                    inner = _strings(c.get("labels"))
                     flat: list[float] = []
                     flat_labels: list[str] = []
-                    for sub in c["counters"] or []:
+                    subs = c["counters"]
+                    if subs is not None and not isinstance(subs, list):
+                        raise TypeError("not an array")
+                    for sub in subs or []:
                         outer = str(sub.get("label", ""))
-                        vals = [float(x) for x in sub.get("values") or []]
+                        vals = _floats(sub.get("values") or [])
                         flat.extend(vals)
                         flat_labels.extend(
                             f"{outer}.{inner[j] if j < len(inner) else j}" for j in range(len(vals))
@@ -497,16 +534,18 @@ def rows_from_response(
                     row.counters[name] = flat
                     row.labels[name] = flat_labels
                 elif "values" in c:
-                    row.counters[name] = [float(x) for x in c["values"]]
-                    row.labels[name] = [str(x) for x in c.get("labels") or []]
+                    row.counters[name] = _floats(c["values"])
+                    row.labels[name] = _strings(c.get("labels"))
                 elif "value" in c:
                     v = c["value"]
                     if isinstance(v, str) and not _is_number(v):
                         row.properties[name] = (
                             v  # a string-typed counter (fcp link.speed): a label, not a value
                         )
-                    else:
+                    elif type(v) in (int, float, str):
                         row.counters[name] = float(v)
+                    else:  # null, an object, an array: float() would take True as 1
+                        raise TypeError("not a number")
             except (TypeError, ValueError, AttributeError, OverflowError):
                 raise CaptureError(f"records[{n}] counter {name!r}: not a number", where) from None
         rows.append(row)
@@ -522,14 +561,29 @@ def _decode(raw: bytes, p: Path, line: int) -> str:
         ) from None
 
 
-def iter_json_samples(path: str | Path) -> Iterator[Sample]:
-    """One rows response per file, a JSON list of responses, or one response per line (NDJSON)."""
+def _loads(text: str, p: Path, line: int | None = None) -> Any:
+    """``json.loads``, its failures a CaptureError at FILE[:LINE] (deep nesting included)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise CaptureError("not JSON this reader accepts: nested too deeply", p, line) from None
+    except ValueError as e:
+        where = line if line is not None else getattr(e, "lineno", None)
+        raise CaptureError(f"not JSON: {e.args[0] if e.args else e}", p, where) from None
+
+
+def iter_json_samples(path: str | Path, stream: BinaryIO | None = None) -> Iterator[Sample]:
+    """One rows response per file, a JSON list of responses, or one response per line (NDJSON).
+
+    ``stream`` is the input already opened (a pipe, or a file read once by ``sanlens analyze``).
+    """
     p = Path(path)
-    with open(p, "rb") as f:
+    with contextlib.ExitStack() as stack:
+        f = stream if stream is not None else stack.enter_context(open(p, "rb"))
         first = _decode(f.readline().removeprefix(b"\xef\xbb\xbf"), p, 1)
         try:
             doc = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):
             doc = None
         if isinstance(doc, Mapping):  # NDJSON: stream line by line
             yield Sample(None, rows_from_response(doc, f"{p}:1"))
@@ -537,10 +591,7 @@ def iter_json_samples(path: str | Path) -> Iterator[Sample]:
                 line = _decode(raw, p, n)
                 if not line.strip():
                     continue
-                try:
-                    doc = json.loads(line)
-                except ValueError as e:
-                    raise CaptureError(f"not JSON: {e}", p, n) from None
+                doc = _loads(line, p, n)
                 if not isinstance(doc, Mapping):
                     raise CaptureError("expected a JSON object per line", p, n)
                 yield Sample(None, rows_from_response(doc, f"{p}:{n}"))
@@ -548,12 +599,7 @@ def iter_json_samples(path: str | Path) -> Iterator[Sample]:
         text = [first]
         for n, raw in enumerate(f, start=2):
             text.append(_decode(raw, p, n))
-        try:
-            doc = json.loads("".join(text))
-        except ValueError as e:
-            raise CaptureError(
-                f"not JSON: {e.args[0] if e.args else e}", p, getattr(e, "lineno", None)
-            ) from None
+        doc = _loads("".join(text), p)
     for i, d in enumerate(doc if isinstance(doc, list) else [doc]):
         if not isinstance(d, Mapping):
             raise CaptureError(f"{f'[{i}]' if doc is not d else 'the top level'} is not a JSON object", p)

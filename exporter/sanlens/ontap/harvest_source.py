@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import Counter
 
 from sanlens.config import OntapTarget
 from sanlens.errors import SourceError
@@ -33,8 +34,9 @@ from sanlens.model import (
     VolumeStats,
 )
 from sanlens.ontap.client import OntapClient
-from sanlens.ontap.collector import CLUSTER_INFO_HELP
+from sanlens.ontap.collector import CLUSTER_INFO_HELP, MALFORMED_HELP
 from sanlens.ontap.inputs import harvest_status
+from sanlens.urls import safe_url
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +99,8 @@ class HarvestSource:
             f", {target.selector}" if target.selector else ""
         )
         self.queries = 0  # instant queries sent, for the query budget
+        self.problems: Counter[str] = Counter()  # this poll's samples skipped, by why
+        self._problems_logged = False
 
     def close(self) -> None:
         self.client.close()
@@ -104,26 +108,33 @@ class HarvestSource:
     def abort(self) -> None:
         self.client.abort()
 
+    def _note_problems(self) -> None:
+        """Log when the API starts (or stops) answering samples that must be skipped, not every poll."""
+        bad = sum(self.problems.values())
+        if bad and not self._problems_logged:
+            log.warning(
+                "%s: %s skipped (not a series with a name and a number, or the same series twice; the first "
+                "wins); see sanlens_ontap_malformed_records",
+                self.name, ", ".join(f"{n} {p}" for p, n in sorted(self.problems.items()) if n),
+            )  # fmt: skip
+        self._problems_logged = bool(bad)
+
     def _query(self, names: tuple[str, ...]) -> dict[str, list[Sample]]:
         """One instant query for one object kind of this cluster, split back by family."""
         q = query_of(names, self.selector)
         doc = self.client.get("/api/v1/query", {"query": q})
         self.queries += 1
         if doc.get("status") != "success":
-            raise SourceError(f"{self.target.url}: query {q!r} failed: {doc.get('error', doc)}", reason="api")
-        out: dict[str, list[Sample]] = {}
-        for r in (doc.get("data") or {}).get("result") or []:
-            labels = dict(r.get("metric") or {})
-            try:
-                value = float(r["value"][1])
-            except (KeyError, IndexError, TypeError, ValueError):
-                continue
-            out.setdefault(labels.pop("__name__", ""), []).append((labels, value))
-        return out
+            why = _clip(str(doc.get("error") or doc))
+            raise SourceError(f"{safe_url(self.target.url)}: query {q!r} failed: {why}", reason="api")
+        return samples_of(doc, safe_url(self.target.url), self.problems)
 
     def poll(self) -> Snapshot:
+        self.client.resume()  # a poll cut at its deadline left the client refusing requests
         now = time.time()
+        self.problems.clear()
         lun, vol, node, fcp, disk, front, ns = (self._query(names) for names in KINDS)
+        self._note_problems()
         luns = _luns(self.name, lun)
         namespaces, uuids = _namespaces(self.name, ns)
         self.directory.publish(
@@ -167,9 +178,61 @@ class HarvestSource:
             },
             1,
         )
+        for problem, n in sorted(self.problems.items()):
+            if n:
+                b.add("sanlens_ontap_malformed_records", "gauge", MALFORMED_HELP,
+                      {"cluster": self.name, "table": "harvest", "problem": problem}, n)  # fmt: skip
         front_end = bool(view.fc_ports or view.lifs)
         inputs = harvest_status(_labels_missing(lun), front_end)
         return Snapshot(self.name, "ontap", now, b.build(), view, inputs=inputs)
+
+
+def samples_of(doc: dict, where: str, problems: Counter[str] | None = None) -> dict[str, list[Sample]]:
+    """An instant query's answer as samples by family.
+
+    A sample that is not ``{"metric": {"__name__": ..., labels}, "value": [time, "number"]}`` is
+    skipped; an answer with samples and not one readable is refused as ``malformed`` (garbage is not
+    an empty cluster). The same series twice (no real API answers an aggregation so): the first wins.
+    """
+    data = doc.get("data")
+    result = data.get("result") if isinstance(data, dict) else None
+    if result is None:
+        result = []
+    if not isinstance(result, list):
+        raise SourceError(f"{where}: the query's result is not a list", reason="malformed")
+    out: dict[str, list[Sample]] = {}
+    seen: set[tuple[object, ...]] = set()
+    skipped = duplicates = 0
+    for r in result:
+        metric = r.get("metric") if isinstance(r, dict) else None
+        pair = r.get("value") if isinstance(r, dict) else None
+        try:
+            if not isinstance(metric, dict) or not isinstance(pair, list) or len(pair) != 2:
+                raise ValueError
+            value = float(pair[1])  # a string, as the API sends it; "12345"[1] is not a value
+            labels = {str(k): str(v) for k, v in metric.items() if isinstance(v, str)}
+            name = labels.pop("__name__")
+        except (KeyError, TypeError, ValueError, OverflowError):
+            skipped += 1
+            continue
+        key = (name, *sorted(labels.items()))
+        if key in seen:
+            duplicates += 1
+            continue
+        seen.add(key)
+        out.setdefault(name, []).append((labels, value))
+    if result and not out:
+        raise SourceError(f"{where}: none of the {len(result)} samples is readable", reason="malformed")
+    if problems is not None:
+        problems["unreadable"] += skipped
+        problems["duplicate"] += duplicates
+    return out
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """An upstream's words in a message: one line, bounded (an error body can be megabytes)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _labels_missing(lun: dict[str, list[Sample]]) -> dict[str, list[str]]:
