@@ -7,11 +7,9 @@ pipelining rules, header size limits. Work that can take a while (bcrypt, JSON, 
 plain-text body) runs in a small bounded thread pool. A /metrics response is the
 exposition's cached body, so a scrape copies bytes and never renders.
 
-Connections are bounded, and a new one is never refused while an idle one can make room:
-the oldest connection that has not yet sent a request goes first, then the least recently
-used keep-alive one, then the oldest whose request is still trickling in; a request being
-answered is never cut. So a flood of silent or slow sockets cannot lock Prometheus or a
-health probe out, and silent ones are closed after ``FIRST_BYTE_TIMEOUT`` anyway.
+Connections are bounded, and a new one is never refused while an idle one can make room
+(``sanlens.connections``), so a flood of silent or slow sockets cannot lock Prometheus or a
+health probe out; silent ones are closed after ``FIRST_BYTE_TIMEOUT`` anyway.
 
 With a web config (``sanlens.web_config``) every endpoint is served over TLS and/or behind
 basic auth, as the Prometheus exporter-toolkit does: the health endpoints too. The TLS
@@ -21,18 +19,14 @@ settings are read per connection, so rotated certificates apply without a restar
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextlib
 import errno
-import functools
 import json
 import logging
 import socket
 import ssl
-import sys
 import threading
-import time
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -40,6 +34,17 @@ from typing import Any
 import h11
 
 from sanlens import __version__
+from sanlens.connections import (
+    ANSWERING,
+    CLOSING,
+    FRESH,
+    IDLE,
+    READING,
+    Connection,
+    ConnectionTable,
+    fd_cap,
+    peer_address,
+)
 from sanlens.exposition import Exposition
 from sanlens.state import State
 from sanlens.web_config import ActiveWeb, WebSecurity
@@ -121,31 +126,6 @@ def _text(status: int, text: str, headers: dict[str, str] | None = None) -> _Res
     return _Response(status, text.encode(), "text/plain; charset=utf-8", headers)
 
 
-# What a connection is doing, which orders who makes room when the table is full: lowest first.
-_CLOSING = -1  # answered an error, reading what the client still sends: nothing to lose
-_FRESH = 0  # no request yet
-_IDLE = 1  # between two requests on a keep-alive connection: the client reconnects
-_READING = 2  # a request (or a TLS handshake) is arriving: only slow clients stay here
-_ANSWERING = 3  # a request is being answered: never closed to make room
-
-
-class _Conn:
-    """One open connection in the server's table: who, since when, doing what."""
-
-    __slots__ = ("gone", "peer", "phase", "served", "since", "sock", "started", "task")
-
-    def __init__(self, peer: str, sock: socket.socket, now: float) -> None:
-        self.peer, self.sock, self.since = peer, sock, now
-        self.phase = _FRESH
-        self.served = 0
-        self.started = False  # the task has run: it closes the socket itself
-        self.gone = False  # out of the table (closed to make room, or ended)
-        self.task: asyncio.Task[None] | None = None
-
-    def enter(self, phase: int) -> None:
-        self.phase, self.since = phase, time.monotonic()
-
-
 class ExporterServer:
     """The exporter's HTTP server: an event loop in one thread, a renderer in another.
 
@@ -165,12 +145,13 @@ class ExporterServer:
         self._stop = threading.Event()
         self._closed = threading.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        # open connections in the order they were accepted, and how many each address holds
-        self._table: dict[_Conn, None] = {}
-        self._per_peer: collections.Counter[str] = collections.Counter()
+        self.table = ConnectionTable()
         self.connections = 0
-        self.evicted = 0
+
+    @property
+    def evicted(self) -> int:
         """Connections closed to make room for a new one."""
+        return self.table.evicted
 
     @property
     def port(self) -> int:
@@ -249,7 +230,7 @@ class ExporterServer:
         self._accepting = asyncio.current_task()
         if self._stop.is_set():
             return
-        cap = _fd_cap()
+        cap = fd_cap()
         with contextlib.suppress(asyncio.CancelledError):
             while True:
                 try:
@@ -257,74 +238,25 @@ class ExporterServer:
                 except OSError as e:  # EMFILE and the like: back off, keep serving the open ones
                     log.warning("accept failed: %s", e)
                     if e.errno in (errno.EMFILE, errno.ENFILE):
-                        self._make_room(None, len(self._table))  # one descriptor for the next
+                        self.table.make_room(
+                            None, len(self.table), MAX_PER_PEER
+                        )  # one descriptor for the next
                     await asyncio.sleep(0.1)
                     continue
-                record = _Conn(_peer_address(peer), conn, time.monotonic())
-                if not self._make_room(record.peer, min(MAX_CONNECTIONS, cap)):
+                record = Connection(peer_address(peer), conn)
+                if not self.table.make_room(record.peer, min(MAX_CONNECTIONS, cap), MAX_PER_PEER):
                     log.debug("refused %s: every connection is answering a request", peer)
                     conn.close()
                     continue
                 task = loop.create_task(self._connection(conn, peer, record))
-                record.task = task
-                self._table[record] = None
-                self._per_peer[record.peer] += 1
+                self.table.add(record, task)
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
-                task.add_done_callback(functools.partial(self._ended, record))
                 # let the new connection read what it was sent before more are accepted (an
                 # accept that finds one waiting does not yield), so a burst cannot push it out
                 await asyncio.sleep(0)
 
-    def _make_room(self, peer: str | None, limit: int) -> bool:
-        """Closes idle connections until a new one from ``peer`` fits: False when none can go."""
-        if peer is not None and self._per_peer[peer] >= MAX_PER_PEER:
-            victim = self._victim(peer)
-            if victim is None:
-                return False
-            self._evict(victim)
-        while len(self._table) >= limit:
-            victim = self._victim(None)
-            if victim is None:
-                return False
-            self._evict(victim)
-        return True
-
-    def _victim(self, peer: str | None) -> _Conn | None:
-        """The connection whose closing costs least (see the module doc), of ``peer`` if given."""
-        best: _Conn | None = None
-        for c in self._table:  # oldest first, so a tie goes to the oldest
-            if c.phase == _ANSWERING or (peer is not None and c.peer != peer):
-                continue
-            if c.phase in (_FRESH, _IDLE) and _has_spoken(c.sock):
-                c.enter(_READING)  # its request is in the socket, not yet read by the loop
-            if best is None or (c.phase, c.since) < (best.phase, best.since):
-                best = c
-                if c.phase <= _FRESH:  # a silent one: the oldest, as the table is in accept order
-                    break
-        return best
-
-    def _evict(self, c: _Conn) -> None:
-        self._forget(c)
-        self.evicted += 1
-        if not c.started:  # never ran, so its coroutine will not close the socket
-            c.sock.close()
-        if c.task is not None:
-            c.task.cancel()  # its ``finally`` closes the streams
-
-    def _ended(self, c: _Conn, _: asyncio.Task[None]) -> None:
-        self._forget(c)
-
-    def _forget(self, c: _Conn) -> None:
-        if c.gone:
-            return
-        c.gone = True
-        self._table.pop(c, None)
-        self._per_peer[c.peer] -= 1
-        if self._per_peer[c.peer] <= 0:
-            del self._per_peer[c.peer]
-
-    async def _connection(self, conn: socket.socket, peer: Any, record: _Conn) -> None:
+    async def _connection(self, conn: socket.socket, peer: Any, record: Connection) -> None:
         record.started = True
         conn.setblocking(False)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -348,7 +280,7 @@ class ExporterServer:
                 conn.close()
 
     async def _open(
-        self, conn: socket.socket, peer: Any, active: ActiveWeb | None, record: _Conn
+        self, conn: socket.socket, peer: Any, active: ActiveWeb | None, record: Connection
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """The connection's streams, after the TLS handshake when the web config asks for TLS."""
         loop = asyncio.get_running_loop()
@@ -357,7 +289,7 @@ class ExporterServer:
             first = await asyncio.wait_for(_peek(loop, conn), min(HANDSHAKE_TIMEOUT, FIRST_BYTE_TIMEOUT))
             if not first:
                 return None
-            record.enter(_READING)
+            record.enter(READING)
             if first != _TLS_HANDSHAKE_RECORD:
                 with contextlib.suppress(OSError, TimeoutError):
                     await asyncio.wait_for(loop.sock_sendall(conn, PLAIN_HTTP_ON_TLS), WRITE_TIMEOUT)
@@ -390,7 +322,7 @@ class ExporterServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         active: ActiveWeb | None,
-        record: _Conn,
+        record: Connection,
     ) -> None:
         """Requests on one connection, for as long as the client keeps it alive."""
         h = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
@@ -398,7 +330,7 @@ class ExporterServer:
         while True:
             # a new connection must speak soon; between requests it may idle; once a request
             # starts, its head has a deadline
-            record.enter(_IDLE if record.served else _FRESH)
+            record.enter(IDLE if record.served else FRESH)
             deadline = loop.time() + (IDLE_TIMEOUT if record.served else FIRST_BYTE_TIMEOUT)
             started = False
             request: h11.Request | None = None
@@ -431,7 +363,7 @@ class ExporterServer:
                         return
                     if data and not started:
                         started, deadline = True, loop.time() + REQUEST_TIMEOUT
-                        record.enter(_READING)
+                        record.enter(READING)
                     h.receive_data(data)
                     continue
                 if isinstance(event, h11.Request):
@@ -455,7 +387,7 @@ class ExporterServer:
                 elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                     return
             assert request is not None
-            record.enter(_ANSWERING)
+            record.enter(ANSWERING)
             response = await self._respond(request, active)
             await self._send(writer, h, response, head_only=request.method == b"HEAD", close=False)
             record.served += 1
@@ -565,10 +497,10 @@ async def _answer_and_close(writer: asyncio.StreamWriter, status: int) -> None:
     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
 
 
-async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, record: _Conn) -> None:
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, record: Connection) -> None:
     """After an error answer: no more to send, and what the client still sends is dropped
     until it closes or ``LINGER_TIMEOUT``, so closing does not reset the answer away."""
-    record.enter(_CLOSING)
+    record.enter(CLOSING)
     if writer.can_write_eof():  # TLS cannot half-close; its close_notify comes with the close
         writer.write_eof()
     loop = asyncio.get_running_loop()
@@ -602,28 +534,6 @@ def _request_line_too_long(buffered: bytes) -> bool:
     """Whether a head refused as too large is refused for its request line (414, not 431)."""
     end = buffered.lstrip(b"\r\n").find(b"\n")
     return end < 0 or end > MAX_REQUEST_LINE
-
-
-def _has_spoken(sock: socket.socket) -> bool:
-    """Whether the client has sent bytes the event loop has not read yet (the socket is non-blocking)."""
-    try:
-        return bool(sock.recv(1, socket.MSG_PEEK))
-    except OSError:  # nothing waiting (BlockingIOError), or closed or reset: silent either way
-        return False
-
-
-def _peer_address(peer: Any) -> str:
-    return str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
-
-
-def _fd_cap() -> int:
-    """Half the process's file descriptor limit: connections must leave the pollers theirs."""
-    try:
-        import resource
-    except ImportError:  # not on a POSIX system: MAX_CONNECTIONS alone bounds them
-        return sys.maxsize
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return sys.maxsize if soft == resource.RLIM_INFINITY else max(soft // 2, 16)
 
 
 def _header(request: h11.Request, name: bytes) -> str | None:
