@@ -46,6 +46,7 @@ lint: venv
 	$(BIN)/ruff check exporter tests bench rules dashboards mixin docs/build.py docs/families.py helm/build.py scripts/lock.py
 	$(BIN)/ruff format --check exporter tests bench rules dashboards mixin docs/build.py docs/families.py helm/build.py scripts/lock.py
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: venv
 	$(BIN)/python bench/serve_scale.py

@@ -29,7 +29,7 @@ from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.diagnose.base import Context
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import MODULES, resolve
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import Snapshot
 from sanlens.ontap.collector import OntapSource

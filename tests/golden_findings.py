@@ -34,7 +34,7 @@ from unittest import mock
 from golden import Clock
 from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
 from sanlens.sim.scenarios import SCENARIOS

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from sanlens import __version__, cliargs
-from sanlens.config import Config, check_config
+from sanlens.config import Config
+from sanlens.config_load import check_config
 from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
 from sanlens.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
 from sanlens.sim.scenarios import SCENARIOS

@@ -19,7 +19,6 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
@@ -258,31 +257,6 @@ def _tables_schema(schema: dict[str, Any]) -> None:
     """The catalogue's tables, as the enum and default of ``tables``."""
     schema["items"] = {"type": "string", "enum": counter_tables()}
     schema["default"] = counter_tables()
-
-
-def _thresholds_schema(schema: dict[str, Any]) -> None:
-    """``diagnose.thresholds``: per diagnosis id, its thresholds and windows with the registry's ranges."""
-    from sanlens.diagnose.registry import REGISTRY, WINDOW_HELP, WINDOW_RANGE
-
-    lo, hi = WINDOW_RANGE
-    ids: dict[str, Any] = {}
-    for did, spec in REGISTRY.items():
-        names: dict[str, Any] = {}
-        for t in spec.thresholds:
-            help_ = f"{t.help.rstrip('.')} ({t.unit})" if t.help else t.unit
-            names[t.name] = {"type": "number", "minimum": t.min, "maximum": t.max, "default": t.default}
-            names[t.name]["description"] = help_
-        for key, help_ in WINDOW_HELP.items():
-            names[key] = {"type": "number", "minimum": lo, "maximum": hi, "description": help_}
-        ids[did] = {"type": "object", "properties": names, "additionalProperties": False}
-    schema.clear()
-    schema.update(
-        type="object",
-        properties=ids,
-        additionalProperties=False,
-        description="Threshold and window overrides per diagnosis id (sanlens check-config also checks "
-        "their order): docs/diagnoses.md#thresholds.",
-    )
 
 
 _POSITIVE_QUEUE = Explain("must be 1 or more (Q_eff = queue_depth x paths)")
@@ -594,9 +568,8 @@ class DiagnoseConfig(_Model):
         description="Multiplies every sustain and exit window (the demo uses 0.05).",
     )
     history: int = Field(default=240, ge=10, le=100000, description="Cooked windows kept per subject.")
-    thresholds: dict[str, dict[str, float]] = Field(
-        default_factory=dict, json_schema_extra=_thresholds_schema
-    )
+    # described per diagnosis from the registry's specs (sanlens.config_schema), checked by it on load
+    thresholds: dict[str, dict[str, float]] = Field(default_factory=dict)
     backend_iops_capacity: Annotated[float | None, Explain("must be a positive number of IOPS")] = Field(
         default=None,
         gt=0,
@@ -622,29 +595,3 @@ class Config(RuledModel, _Model):
     ontap: list[OntapTarget] = Field(default_factory=list, description="One entry per cluster.")
     hosts: list[HostTarget] = Field(default_factory=list, description="One entry per Windows host.")
     diagnose: DiagnoseConfig = Field(default_factory=DiagnoseConfig, description="The diagnosis engine.")
-
-
-# ------------------------------------------------------------------ loading (sanlens.config_load)
-def load_config_text(text: str, file: str = "<config>") -> Config:
-    """The config in ``text``; ConfigErrors lists every problem of the file itself."""
-    from sanlens.config_load import load_text
-
-    return load_text(text, file)
-
-
-def load_config(path: str | Path) -> Config:
-    """The config file at ``path`` (UTF-8, or UTF-16/32 with a byte-order mark)."""
-    from sanlens.config_load import load_file
-
-    return load_file(path)
-
-
-def check_config(path: str | Path, *, files: bool = True) -> Config:
-    """The config at ``path`` as ``sanlens serve`` would run it, or ConfigErrors with every problem.
-
-    Beyond the file itself: the diagnosis registry's ranges and, unless ``files`` is
-    false, the password files and variables and the certificate files it names.
-    """
-    from sanlens.config_load import check_file
-
-    return check_file(path, files=files)

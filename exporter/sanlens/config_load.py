@@ -45,6 +45,7 @@ from yaml.events import (
 from sanlens import config as model
 from sanlens.config_files import DecodeError, TooLarge, decode, read_capped, shown
 from sanlens.config_rules import ALIAS_ERROR, ALIASES, RULE_ERROR, Aliases, Cite, Loc, fill
+from sanlens.diagnose.registry import check as check_diagnose
 from sanlens.errors import ConfigError, ConfigErrors
 from sanlens.urls import has_password
 
@@ -753,7 +754,7 @@ def _check_files(report: _Report, targets: list[Credentials]) -> None:
 
 
 # ------------------------------------------------------------------ entry points (sanlens.config's)
-def load_text(text: str, file: str = "<config>") -> model.Config:
+def load_config_text(text: str, file: str = "<config>") -> model.Config:
     """The config in ``text``; ConfigErrors lists every problem of the file itself."""
     cfg, report = _text(text, file)
     report.raise_if_any()
@@ -761,14 +762,17 @@ def load_text(text: str, file: str = "<config>") -> model.Config:
     return cfg
 
 
-def load_file(path: str | Path) -> model.Config:
+def load_config(path: str | Path) -> model.Config:
     """The config file at ``path`` (UTF-8, or UTF-16/32 with a byte-order mark)."""
-    return load_text(_read_text(path), str(path))
+    return load_config_text(_read_text(path), str(path))
 
 
-def check_file(path: str | Path, *, files: bool = True) -> model.Config:
-    """The config at ``path`` as ``sanlens serve`` would run it, or ConfigErrors with every problem."""
-    from sanlens.diagnose.registry import check as check_diagnose  # the registry imports the model
+def check_config(path: str | Path, *, files: bool = True) -> model.Config:
+    """The config at ``path`` as ``sanlens serve`` would run it, or ConfigErrors with every problem.
+
+    Beyond the file itself: the diagnosis registry's ranges and, unless ``files`` is
+    false, the password files and variables and the certificate files it names.
+    """
 
     cfg, report = _text(_read_text(path), str(path))
     if cfg is not None:

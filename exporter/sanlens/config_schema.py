@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sanlens.config import Config
+from sanlens.diagnose.registry import REGISTRY, WINDOW_HELP, WINDOW_RANGE
 
 _BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
@@ -21,7 +22,36 @@ def config_json_schema() -> dict[str, Any]:
     """The whole config file's schema."""
     raw = Config.model_json_schema(mode="validation")
     defs = raw.pop("$defs", {})
+    _thresholds_schema(defs["DiagnoseConfig"]["properties"]["thresholds"])
     return _clean(raw, defs)
+
+
+def _thresholds_schema(schema: dict[str, Any]) -> None:
+    """``diagnose.thresholds``: per diagnosis id, its thresholds and windows with the registry's ranges."""
+    lo, hi = WINDOW_RANGE
+    ids: dict[str, Any] = {}
+    for did, spec in REGISTRY.items():
+        names: dict[str, Any] = {}
+        for t in spec.thresholds:
+            help_ = f"{t.help.rstrip('.')} ({t.unit})" if t.help else t.unit
+            names[t.name] = {
+                "default": t.default,
+                "description": help_,
+                "maximum": t.max,
+                "minimum": t.min,
+                "type": "number",
+            }
+        for key, help_ in WINDOW_HELP.items():
+            names[key] = {"description": help_, "maximum": hi, "minimum": lo, "type": "number"}
+        ids[did] = {"additionalProperties": False, "properties": names, "type": "object"}
+    schema.clear()
+    schema.update(  # keys in pydantic's order (sorted), the properties in the registry's
+        additionalProperties=False,
+        description="Threshold and window overrides per diagnosis id (sanlens check-config also checks "
+        "their order): docs/diagnoses.md#thresholds.",
+        properties=ids,
+        type="object",
+    )
 
 
 def _clean(schema: Any, defs: dict[str, Any]) -> Any:

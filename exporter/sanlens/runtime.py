@@ -15,7 +15,7 @@ from sanlens import gcpolicy
 from sanlens.config import Config, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import validate_config
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
 from sanlens.ontap.harvest_source import HarvestSource
@@ -159,7 +159,7 @@ class Exporter:
             wanted = {_key(t): t for t in targets}
             kept = {k for k, t in wanted.items() if k in self._running and self._running[k].target == t}
             sources: dict[tuple[str, str], Source] = {}
-            validate_config(cfg)  # before set_config, which would keep half of a bad config
+            validate_config(cfg.diagnose)  # before set_config, which would keep half of a bad config
             try:  # everything that can fail, before anything changes
                 for k, t in wanted.items():
                     if k not in kept:

@@ -35,7 +35,7 @@ import yaml
 from tests.conftest import ROOT, free_port, require_tool, skip_or_fail
 from tests.pki import make_pki
 
-from sanlens.config import load_config_text
+from sanlens.config_load import load_config_text
 
 CHART = ROOT / "helm" / "sanlens"
 RULES = ROOT / "rules" / "sanlens.rules.yaml"

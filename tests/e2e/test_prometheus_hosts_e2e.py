@@ -19,7 +19,7 @@ from harness import Harness, harness  # noqa: F401  (fixture)
 from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.hosts.prometheus_source import JOIN_FAMILIES, PrometheusHostSource
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import HostView, Snapshot
 from sanlens.ontap.collector import OntapSource

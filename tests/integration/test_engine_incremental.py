@@ -20,7 +20,7 @@ from sanlens.diagnose import lun_iops_ceiling, lun_not_online
 from sanlens.diagnose.base import Context
 from sanlens.diagnose.engine import ALL_INPUTS, Engine
 from sanlens.diagnose.registry import MODULES, relax, resolve
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import Snapshot
 from sanlens.ontap.collector import OntapSource

@@ -44,7 +44,7 @@ from faults_harness import (
     view_anomalies,
     wait_for,
 )
-from sanlens.config import load_config_text
+from sanlens.config_load import load_config_text
 from sanlens.hosts.cooking import DiskReading, HostCooker
 from sanlens.model import Snapshot
 from sanlens.runtime import Exporter

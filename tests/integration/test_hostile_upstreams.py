@@ -27,7 +27,7 @@ import pytest
 
 from faults_harness import wait_for
 from sanlens.config import AuthConfig, Duration, HostTarget, OntapTarget
-from sanlens.hosts.sources import WindowsExporterSource
+from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
 from sanlens.sim.server import Simulator

@@ -17,7 +17,7 @@ from tests.k8s_secret import SecretVolume
 
 from sanlens.config import AuthConfig, Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
-from sanlens.hosts.sources import WindowsExporterSource
+from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.join import LunDirectory
 from sanlens.ontap.client import POOL_SIZE
 from sanlens.ontap.collector import OntapSource

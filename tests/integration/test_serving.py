@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sanlens import server as server_mod
 from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource

@@ -19,7 +19,7 @@ import pytest
 
 from sanlens.config import AuthConfig, Config, DiagnoseConfig, Duration, HostTarget, OntapTarget, TLSConfig
 from sanlens.errors import SourceError
-from sanlens.hosts.sources import WindowsExporterSource
+from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.join import LunDirectory
 from sanlens.ontap.client import OntapClient
 from sanlens.runtime import Exporter

@@ -8,7 +8,7 @@ import pytest
 import requests
 
 from sanlens.config import Duration, HostTarget
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory, LunIdentity, volume_from_path
 
 

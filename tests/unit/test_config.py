@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from sanlens.config import counter_tables, load_config_text, parse_duration
+from sanlens.config import counter_tables, parse_duration
+from sanlens.config_load import load_config_text
 from sanlens.errors import ConfigError
 
 GOOD = """\

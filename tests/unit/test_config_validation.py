@@ -20,7 +20,8 @@ from pydantic import ValidationError
 
 from sanlens import config as cfgmod
 from sanlens import config_load
-from sanlens.config import check_config, listen_problem, load_config, load_config_text, url_problem
+from sanlens.config import listen_problem, url_problem
+from sanlens.config_load import check_config, load_config, load_config_text
 from sanlens.errors import ConfigError, ConfigErrors
 
 ONTAP = "ontap:\n  - name: c1\n    url: https://c1.example.com\n"

@@ -23,7 +23,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sanlens.config import Config, check_config, load_config_text
+from sanlens.config import Config
+from sanlens.config_load import check_config, load_config_text
 from sanlens.diagnose.registry import validate_config
 from sanlens.errors import ConfigError
 
@@ -162,7 +163,7 @@ def load_and_validate(text: str) -> Config | None:
     """What the loader and the diagnosis registry make of the text."""
     try:
         cfg = load_config_text(text, FILE)
-        validate_config(cfg)
+        validate_config(cfg.diagnose)
     except ConfigError as e:
         assert_located(e)
         return None

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from sanlens.config import load_config_text
+from sanlens.config_load import load_config_text
 from sanlens.diagnose.registry import REGISTRY, validate_config
 from sanlens.errors import ConfigError
 
@@ -53,7 +53,7 @@ def schema_ok(cfg: dict[str, Any]) -> bool:
 def exporter_ok(cfg: dict[str, Any]) -> bool:
     """What `sanlens check-config` and `sanlens serve` accept."""
     try:
-        validate_config(load_config_text(yaml.safe_dump(cfg)))
+        validate_config(load_config_text(yaml.safe_dump(cfg)).diagnose)
     except ConfigError:
         return False
     return True

@@ -17,7 +17,7 @@ import responses
 from sanlens.abortable import MAX_REDIRECTS, PollAborted
 from sanlens.config import AuthConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.ontap.client import RETRY_AFTER_MAX_S, OntapClient, OntapError, retry_after
 

@@ -21,7 +21,7 @@ import responses
 from sanlens.config import HostTarget, OntapTarget
 from sanlens.errors import SourceError
 from sanlens.exposition import Exposition
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import MetricBuilder, OntapView, Snapshot
 from sanlens.ontap.collector import OntapSource
@@ -147,7 +147,7 @@ def test_no_log_line_shows_a_urls_user_info(capsys: pytest.CaptureFixture[str]) 
 def test_check_config_warns_of_a_password_in_a_url_without_echoing_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, target: dict[str, str]
 ) -> None:
-    from sanlens.config import check_config
+    from sanlens.config_load import check_config
 
     section = "ontap" if "source" not in target else "hosts"
     path = tmp_path / "sanlens.yaml"

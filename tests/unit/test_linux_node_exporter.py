@@ -24,7 +24,7 @@ from sanlens.hosts.node_exporter import (
     parse_page,
     readings,
 )
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory, LunIdentity
 from sanlens.model import HostDiskStats, Snapshot
 

@@ -10,7 +10,8 @@ import pytest
 import responses
 import yaml
 
-from sanlens.config import Duration, HostTarget, load_config_text
+from sanlens.config import Duration, HostTarget
+from sanlens.config_load import load_config_text
 from sanlens.errors import ConfigError, SourceError
 from sanlens.hosts.catalogue import WINDOWS_EXPORTER
 from sanlens.hosts.prometheus_source import PrometheusHostSource, latest

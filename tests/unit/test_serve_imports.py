@@ -15,7 +15,7 @@ PROBE = """
 import sys
 from sanlens.cli import build_parser
 import sanlens.runtime, sanlens.server, sanlens.exposition, sanlens.diagnose.engine
-import sanlens.ontap.collector, sanlens.hosts.sources, sanlens.hosts.prometheus_source
+import sanlens.ontap.collector, sanlens.hosts.registry, sanlens.hosts.prometheus_source
 build_parser(["serve", "--config", "sanlens.yaml"])
 print(",".join(sorted(m for m in ("numpy", "pyarrow", "sanlens.analyze") if m in sys.modules)) or "none")
 """

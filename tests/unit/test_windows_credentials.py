@@ -14,7 +14,7 @@ from tests.k8s_secret import SecretVolume
 
 from sanlens.config import AuthConfig, Duration, HostTarget, TLSConfig
 from sanlens.errors import SourceError
-from sanlens.hosts.sources import WindowsExporterSource
+from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.join import LunDirectory
 
 URL = "https://win01.example:9182"

@@ -11,8 +11,10 @@ from tests.conftest import fixture_path
 from sanlens.config import AuthConfig, HostDiskMapping, HostTarget, TLSConfig
 from sanlens.errors import SourceError
 from sanlens.hosts.exporter_scrape import parse_scrape
-from sanlens.hosts.sources import make_host_source, safe_url, scrape_url
+from sanlens.hosts.registry import make_host_source
+from sanlens.hosts.windows_exporter import scrape_url
 from sanlens.join import LunDirectory, LunIdentity
+from sanlens.urls import safe_url
 
 URL = "http://win01.example:9182"
 

@@ -14,7 +14,7 @@ from sanlens.config import HostTarget
 from sanlens.hosts.cooking import HostCooker
 from sanlens.hosts.exporter_scrape import parse_scrape
 from sanlens.hosts.mapping import DiskMapping
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.hosts.winrm import WinRMSource
 from sanlens.join import LunDirectory
 from sanlens.model import Snapshot

@@ -10,7 +10,7 @@ import pytest
 from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.mapping import normalize_drive, resolve
-from sanlens.hosts.sources import make_host_source
+from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory, LunIdentity
 
 HDR = (

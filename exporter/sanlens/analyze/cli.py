@@ -18,28 +18,20 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from sanlens.analyze import diagnoses, linux_inputs, ontap_inputs
+from sanlens.analyze.analysis import Analysis
+from sanlens.analyze.html import render_html
 from sanlens.analyze.offline_join import analysis_cluster
+from sanlens.analyze.perfmon_summary import summarize
 from sanlens.analyze.progress import Progress
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.analyze.status import input_status
 from sanlens.errors import SanlensError
 from sanlens.model import ontap_version_option
-
-
-@dataclass
-class Analysis:
-    """What one input contributes to the report."""
-
-    input: dict[str, Any]
-    series: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    detail: object = None  # the reader's own result, for later stages (diagnoses, HTML)
-    errors: list[str] = field(default_factory=list)  # FILE:LINE: message; the input was not (fully) read
 
 
 @dataclass(frozen=True)
@@ -80,8 +72,6 @@ def looks_binary(head: bytes) -> bool:
 
 
 def _read_perfmon(source: InputSource, opts: ReadOptions) -> Analysis:
-    from sanlens.analyze.perfmon_summary import summarize
-
     with opts.progress.reading(source.path.name, source.size or 0) as tick:
         s = summarize(source, progress=tick, step=opts.step)
     return Analysis(s.input_json(), [c.as_json() for c in s.columns], list(s.warnings), s)
@@ -311,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     config = None
     if args.config:
-        from sanlens.config import check_config
+        from sanlens.config_load import check_config
 
         try:
             config = check_config(args.config, files=False)
@@ -372,8 +362,6 @@ def run(args: argparse.Namespace) -> int:
             json.dump(doc, out, indent=2, allow_nan=False)
             out.write("\n")
         elif args.format == "html":
-            from sanlens.analyze.html import render_html
-
             out.write(render_html(results, findings))
         else:
             render_text(results, out)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.episodes import Recorder
 from sanlens.analyze.host_intervals import DiskColumn
 from sanlens.analyze.linux_inputs import LinuxInput
@@ -142,7 +143,7 @@ def _compacted(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def finish(
-    results: list[Any],
+    results: list[Analysis],
     interval: float | None,
     cluster: str,
     version: OntapVersion | None,
@@ -155,7 +156,7 @@ def finish(
     infinite (written as null or ``overflow``), never numpy warnings on stderr.
     """
     ontap_results = [r for r in results if isinstance(r.detail, OntapInput)]
-    ontap: list[OntapInput] = [r.detail for r in ontap_results]
+    ontap: list[OntapInput] = [r.detail for r in results if isinstance(r.detail, OntapInput)]
     logs: list[LogSummary] = [r.detail for r in results if isinstance(r.detail, LogSummary)]
     linux: list[LinuxInput] = []
     for r in results:
@@ -179,7 +180,7 @@ def finish(
             tick(1)
     found = _compacted(rec.finish(engine))
     warnings: list[str] = []
-    by_path = {str(r.detail.path): r for r in ontap_results}
+    by_path = {str(inp.path): r for r, inp in zip(ontap_results, ontap, strict=True)}
     for st in cooker.series.values():  # each series under the input it was first cooked from
         if ontap_results:
             by_path.get(st.inputs[0], ontap_results[0]).series.append(st.as_json())
@@ -199,7 +200,7 @@ def finish(
     return out
 
 
-def expected_updates(results: list[Any]) -> int:
+def expected_updates(results: list[Analysis]) -> int:
     """Engine updates a run will make (for progress): host intervals per host, plus ONTAP samples."""
     n = 0
     for r in results:

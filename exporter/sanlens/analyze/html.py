@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sanlens import __version__
+from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.charts import Line, fmt, fmt_unit, svg_chart, utc_text
 from sanlens.analyze.diagnoses import Findings
 from sanlens.analyze.host_intervals import DiskColumn
@@ -247,7 +248,7 @@ def _findings(f: Findings, disks: dict[HostDisk, Any], ontap: Sequence[SeriesSta
 
 
 # ------------------------------------------------------------------ inputs
-def _inputs(results: Sequence[Any]) -> list[str]:
+def _inputs(results: Sequence[Analysis]) -> list[str]:
     out = [
         '<h2 id="inputs">Inputs and what could be judged</h2>',
         "<table><tr><th>file</th><th>kind</th><th>samples</th><th>time (UTC)</th><th>status</th><th>details</th></tr>",
@@ -282,7 +283,7 @@ def _inputs(results: Sequence[Any]) -> list[str]:
     return out
 
 
-def _banner(results: Sequence[Any], f: Findings) -> str:
+def _banner(results: Sequence[Analysis], f: Findings) -> str:
     crit = sum(1 for d in f.diagnoses if d.get("state") == 2)
     warn = sum(1 for d in f.diagnoses if d.get("state") == 1)
     errors = [r for r in results if (r.input.get("status") or {}).get("state") == "error"]
@@ -310,7 +311,7 @@ def _banner(results: Sequence[Any], f: Findings) -> str:
 
 
 # ------------------------------------------------------------------ page
-def render_html(results: Sequence[Any], findings: Findings) -> str:
+def render_html(results: Sequence[Analysis], findings: Findings) -> str:
     disks = _host_disks(findings)
     disk_keys = sorted(disks)
     ontap = sorted((s for s in findings.series if s.samples), key=_ontap_order)
@@ -415,7 +416,7 @@ def _contents(
     return "".join(out)
 
 
-def _table(results: Sequence[Any]) -> list[str]:
+def _table(results: Sequence[Analysis]) -> list[str]:
     rows = [(r.input.get("path"), sj) for r in results for sj in r.series]
     if not rows:
         return []

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.host_intervals import MAX_STEPS, DiskColumn, Mapper
 from sanlens.analyze.source import InputSource, as_source
+from sanlens.errors import SanlensError
 from sanlens.hosts.linux_text import Capture, LinuxTextError, parse_iostat, parse_sar_disk, whole_disk
 from sanlens.model import HostDiskStats, HostView, Snapshot, iso_utc
 from sanlens.ontap.cli_capture import text_head
@@ -209,21 +211,16 @@ def _fold(rows: list[dict[str, float]]) -> dict[str, Any]:
 
 def _bounded_lines(f: io.TextIOWrapper, name: str) -> Iterator[str]:
     """The lines of ``f``, none longer than ``MAX_LINE``: a runaway line is no sysstat output."""
-    from sanlens.errors import SanlensError
-
     for n, line in enumerate(iter(lambda: f.readline(MAX_LINE + 1), ""), start=1):
         if len(line) > MAX_LINE:
             raise SanlensError(f"{name}:{n}: a line longer than {MAX_LINE} characters: not sysstat text")
         yield line
 
 
-def read_capture(parse: Callable[[str, Any], Capture]) -> Callable[[Any, Any], Any]:
+def read_capture(parse: Callable[[str, Any], Capture]) -> Callable[[Path | InputSource, Any], Analysis]:
     """The ``sanlens.analyze.cli`` reader of one kind: an ``Analysis`` whose detail is a LinuxInput."""
 
-    def read(path: Path | InputSource, opts: Any) -> Any:
-        from sanlens.analyze.cli import Analysis
-        from sanlens.errors import SanlensError
-
+    def read(path: Path | InputSource, opts: Any) -> Analysis:
         source = as_source(path)
         try:
             with io.TextIOWrapper(source.stream(), encoding="utf-8", errors="replace") as f:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.model import iso_utc
 from sanlens.ontap.cli_capture import text_head
@@ -168,12 +169,10 @@ DETECTORS = (
 )
 
 
-def reader(kind: str) -> Any:
+def reader(kind: str) -> Callable[[Path | InputSource, object], Analysis]:
     """The ``read`` of an InputReader for one ONTAP kind: scan now, cook in ``finish``."""
 
-    def read(path: Path | InputSource, _options: object = None) -> Any:
-        from sanlens.analyze.cli import Analysis
-
+    def read(path: Path | InputSource, _options: object = None) -> Analysis:
         inp = scan(path, kind)
         try:
             return Analysis(inp.input_json(), [], _summarised(inp.notes), inp)

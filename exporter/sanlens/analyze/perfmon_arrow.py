@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sanlens.analyze.perfmon_batches import Batch
+from sanlens.analyze.perfmon_batch import Batch
 from sanlens.analyze.source import InputSource
 from sanlens.hosts.perfmon import PerfmonLog, parse_timestamp
 

@@ -21,23 +21,16 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 
+from sanlens.analyze.perfmon_batch import Batch
 from sanlens.analyze.source import InputSource
 from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError, parse_timestamp
 
 ARROW_MIN_BYTES = 32 << 20  # below this the Python reader finishes before Arrow has started
 ARROW_MIN_ROWS = 5_000  # and a wide log with few rows gains nothing from column batches
 _BATCH_CELLS = 1 << 18  # Python reader: about 2 MB of doubles per batch
-
-
-@dataclass(frozen=True, slots=True)
-class Batch:
-    line: int  # file line of the first row (1-based)
-    times: np.ndarray  # UTC epoch seconds, one per row
-    values: np.ndarray  # rows x columns, NaN = no sample
 
 
 _COMMA_NUMBER = re.compile(r"\s*[-+]?\d*,\d+(?:[eE][-+]?\d+)?\s*")
@@ -71,6 +64,7 @@ def estimated_rows(source: InputSource | str, header_columns: int) -> int:
 
 def choose_engine(log: PerfmonLog, requested: str = "auto", source: InputSource | None = None) -> str:
     """``arrow`` or ``python`` for this log: Arrow when forced, or when the log is long enough."""
+    # here, not above: importing the Arrow reader imports pyarrow, which only a PerfMon log needs
     from sanlens.analyze import perfmon_arrow
 
     if requested == "python" or not perfmon_arrow.available():

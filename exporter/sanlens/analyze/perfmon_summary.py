@@ -18,13 +18,8 @@ from typing import Any
 import numpy as np
 
 from sanlens.analyze.host_intervals import HostIntervals
-from sanlens.analyze.perfmon_batches import (
-    Batch,
-    choose_engine,
-    estimated_rows,
-    last_timestamp,
-    python_batches,
-)
+from sanlens.analyze.perfmon_batch import Batch
+from sanlens.analyze.perfmon_batches import choose_engine, estimated_rows, last_timestamp, python_batches
 from sanlens.analyze.quantiles import ColumnQuantiles
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.hosts.perfmon import CounterPath, PerfmonLog, PerfmonParseError
@@ -176,6 +171,7 @@ def summarize(
 
 
 def _summarize(source: InputSource, engine: str, progress: Progress | None, step: float | None) -> LogSummary:
+    # here, not above: importing the Arrow reader imports pyarrow, which only a PerfMon log needs
     from sanlens.analyze.perfmon_arrow import NotClean, arrow_batches
 
     path = source.name

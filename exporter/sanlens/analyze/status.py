@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.diagnoses import Findings
 from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.ontap_inputs import OntapInput
@@ -155,7 +156,7 @@ def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, 
     return st
 
 
-def input_status(result: Any, findings: Findings | None) -> dict[str, Any]:
+def input_status(result: Analysis, findings: Findings | None) -> dict[str, Any]:
     """The ``status`` object of one input (see docs/analyze.md)."""
     d = result.detail
     if isinstance(d, LogSummary):

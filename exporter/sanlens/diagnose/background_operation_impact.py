@@ -15,8 +15,9 @@ progress and ETA gauges are still exposed.
 
 from __future__ import annotations
 
-from sanlens.diagnose.base import Context, Observation, Thresholds, clamp01, labels, ms
+from sanlens.diagnose.base import Context, Observation, Thresholds, labels, ms
 from sanlens.diagnose.history import active_ops, affected_volumes, op_aggregate, volume_latency
+from sanlens.diagnose.numeric import clamp01
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import BackgroundOp
 

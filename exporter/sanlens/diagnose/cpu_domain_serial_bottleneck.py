@@ -20,14 +20,13 @@ from sanlens.diagnose.base import (
     Context,
     Observation,
     Thresholds,
-    clamp01,
     kahuna,
     labels,
-    num,
     pct,
     serial_domains,
     wafl_exempt,
 )
+from sanlens.diagnose.numeric import clamp01, num
 from sanlens.diagnose.spec import SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import NodeStats
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 import statistics
 
-from sanlens.diagnose.base import Context, Observation, Thresholds, clamp01, labels, num, pct
+from sanlens.diagnose.base import Context, Observation, Thresholds, labels, pct
+from sanlens.diagnose.numeric import clamp01, num
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import DiskStats
 

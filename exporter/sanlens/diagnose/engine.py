@@ -37,8 +37,9 @@ from typing import Any
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose import background_operation_impact
 from sanlens.diagnose.attribution import Attribution, Seen, attribute, resolve_path
-from sanlens.diagnose.base import LABELS, Context, Observation, num
+from sanlens.diagnose.base import LABELS, Context, Observation
 from sanlens.diagnose.history import History
+from sanlens.diagnose.numeric import num
 from sanlens.diagnose.registry import MODULES, REGISTRY, SEVERITY, relax, resolve, windows
 from sanlens.freshness import stale_after
 from sanlens.model import HostView, Metric, MetricBuilder, OntapView, Snapshot, iso_utc

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sanlens.diagnose.numeric import num, weighted_latency
 from sanlens.model import BackgroundOp, HostView, OntapVersion, OntapView, VolumeStats
 
 BASELINE_WINDOWS = 30  # pre-operation latency samples kept per volume
@@ -35,8 +36,6 @@ def op_key(op: BackgroundOp) -> OpKey:
 
 
 def volume_latency(v: VolumeStats) -> float | None:
-    from sanlens.diagnose.base import num, weighted_latency
-
     avg = num(v.avg_latency_s)
     if avg is not None:
         return avg

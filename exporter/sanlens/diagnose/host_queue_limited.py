@@ -28,22 +28,11 @@ from __future__ import annotations
 import math
 
 from sanlens.diagnose import iops_ceiling
-from sanlens.diagnose.base import (
-    Context,
-    Observation,
-    Thresholds,
-    clamp01,
-    disk_key,
-    disk_labels,
-    ms,
-    num,
-    serial_domains,
-    total,
-    weighted_latency,
-)
+from sanlens.diagnose.base import Context, Observation, Thresholds, disk_key, disk_labels, ms, serial_domains
 from sanlens.diagnose.front_end import FrontEnd, front_end
 from sanlens.diagnose.host_advice import queue_depth_fix, spread_how
 from sanlens.diagnose.latency_slo import class_level
+from sanlens.diagnose.numeric import clamp01, num, total, weighted_latency
 from sanlens.diagnose.spec import SRC_LUN_STUDY, SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import HostDiskStats
 

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sanlens.diagnose.base import clamp01
+from sanlens.diagnose.numeric import clamp01
 from sanlens.diagnose.spec import SRC_LUN_STUDY, Threshold
 from sanlens.model import OntapVersion
 

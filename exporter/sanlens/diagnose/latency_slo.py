@@ -10,17 +10,8 @@ of read and write latency counts, each only when that op runs at least
 
 from __future__ import annotations
 
-from sanlens.diagnose.base import (
-    Context,
-    Observation,
-    Thresholds,
-    clamp01,
-    lun_key,
-    lun_labels,
-    ms,
-    of_disk,
-    worst_latency,
-)
+from sanlens.diagnose.base import Context, Observation, Thresholds, lun_key, lun_labels, ms, of_disk
+from sanlens.diagnose.numeric import clamp01, worst_latency
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 
 SRC_LATENCY = (

@@ -13,16 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sanlens.diagnose import iops_ceiling
-from sanlens.diagnose.base import (
-    Context,
-    Observation,
-    Thresholds,
-    disk_key,
-    disk_labels,
-    of_lun,
-    total,
-)
+from sanlens.diagnose.base import Context, Observation, Thresholds, disk_key, disk_labels, of_lun
 from sanlens.diagnose.host_advice import spread_how
+from sanlens.diagnose.numeric import total
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
 from sanlens.model import OntapVersion
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose import (
     aggregate_degraded,
     background_operation_impact,
@@ -33,6 +32,9 @@ from sanlens.diagnose import (
 from sanlens.diagnose.base import Context, Observation, Thresholds
 from sanlens.diagnose.spec import SEVERITY, DiagnosisSpec, alert_name
 from sanlens.errors import ConfigError
+
+if TYPE_CHECKING:  # the config model describes its thresholds from this registry
+    from sanlens.config import DiagnoseConfig
 
 __all__ = [
     "IDS",
@@ -127,15 +129,13 @@ def _errors(dc: DiagnoseConfig) -> list[ConfigError]:
     return out
 
 
-def check(cfg: Config | DiagnoseConfig) -> list[str]:
+def check(dc: DiagnoseConfig) -> list[str]:
     """Every problem of the diagnose section, as ``path: message`` strings (empty when valid)."""
-    dc = cfg.diagnose if isinstance(cfg, Config) else cfg
     return [f"{e.path}: {e.message}" for e in _errors(dc)]
 
 
-def validate_config(cfg: Config | DiagnoseConfig) -> None:
-    """Raise ConfigError for the first bad setting (the message counts the others)."""
-    dc = cfg.diagnose if isinstance(cfg, Config) else cfg
+def validate_config(dc: DiagnoseConfig) -> None:
+    """Raise ConfigError for the first bad setting of the diagnose section (the message counts the others)."""
     errs = _errors(dc)
     if errs:
         first = errs[0]

@@ -20,23 +20,11 @@ from __future__ import annotations
 
 import statistics
 
-from sanlens.diagnose.base import (
-    Context,
-    Observation,
-    Thresholds,
-    clamp01,
-    disk_key,
-    disk_labels,
-    ms,
-    num,
-    pct,
-    total,
-    weighted_latency,
-    worst_latency,
-)
+from sanlens.diagnose.base import Context, Observation, Thresholds, disk_key, disk_labels, ms, pct
 from sanlens.diagnose.front_end import FrontEnd, front_end
 from sanlens.diagnose.host_advice import fabric_checks
 from sanlens.diagnose.latency_slo import HOST_LATENCY, class_level
+from sanlens.diagnose.numeric import clamp01, num, total, weighted_latency, worst_latency
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import HostDiskStats
 

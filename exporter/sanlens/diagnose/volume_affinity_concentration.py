@@ -13,18 +13,8 @@ data has no subject.
 
 from __future__ import annotations
 
-from sanlens.diagnose.base import (
-    Context,
-    Observation,
-    Thresholds,
-    clamp01,
-    kahuna,
-    labels,
-    num,
-    pct,
-    total,
-    wafl_exempt,
-)
+from sanlens.diagnose.base import Context, Observation, Thresholds, kahuna, labels, pct, wafl_exempt
+from sanlens.diagnose.numeric import clamp01, num, total
 from sanlens.diagnose.spec import SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
 
 SPEC = DiagnosisSpec(

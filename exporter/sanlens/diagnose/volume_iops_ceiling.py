@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sanlens.diagnose import iops_ceiling
-from sanlens.diagnose.base import Context, Observation, Thresholds, labels, num, total, volume_key
+from sanlens.diagnose.base import Context, Observation, Thresholds, labels, volume_key
+from sanlens.diagnose.numeric import num, total
 from sanlens.diagnose.spec import SRC_LUN_STUDY, Dashboard, DiagnosisSpec, Evidence, Threshold
 from sanlens.model import OntapVersion
 

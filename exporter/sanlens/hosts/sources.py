@@ -1,29 +1,26 @@
-"""Host sources: one per configured host, chosen by ``source:`` in the config.
+"""The base classes of host sources; each source is a module of its own, named in ``hosts/registry.py``.
 
 Each poll reduces the host to ``DiskReading``s, maps every disk to its ONTAP LUN
 (by serial or WWID, or statically) and lets ``HostCooker`` build the snapshot.
 ``HttpScrapeSource`` is the HTTP part the exporters' ``/metrics`` share
-(windows_exporter here, node_exporter in ``hosts/node_exporter.py``).
+(``hosts/windows_exporter.py``, ``hosts/node_exporter.py``, ``hosts/prometheus_source.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
 from sanlens.abortable import REDIRECT_STATUS, AbortableAdapter, ResponseTooLarge, follow
 from sanlens.config import HostTarget
 from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
-from sanlens.errors import SanlensError, SourceError
+from sanlens.errors import SourceError
 from sanlens.freshness import ReceiveClock
 from sanlens.hosts.cooking import DiskReading, HostCooker, Moduli
-from sanlens.hosts.exporter_scrape import COLLECTORS, ScrapeParseError, parse_scrape
 from sanlens.hosts.mapping import DiskMapping, resolve
 from sanlens.join import LunDirectory
 from sanlens.model import HostDiskStats, Snapshot
-from sanlens.state import Source
 from sanlens.trust import Trust
 from sanlens.urls import safe_url
 
@@ -71,16 +68,6 @@ class HostSource:
 
     def close(self) -> None:
         pass
-
-
-def scrape_url(url: str) -> str:
-    """``http://h:9182`` → ``http://h:9182/metrics``, plus the collectors we read."""
-    parts = urlsplit(url)
-    path = parts.path if parts.path not in ("", "/") else "/metrics"
-    query = "&".join(f"collect[]={c}" for c in COLLECTORS)
-    if parts.query:
-        query = parts.query + "&" + query
-    return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
 
 
 class HttpScrapeSource(HostSource):
@@ -191,48 +178,3 @@ class HttpScrapeSource(HostSource):
 
     def close(self) -> None:
         self.session.close()
-
-
-class WindowsExporterSource(HttpScrapeSource):
-    kind = "windows_exporter"
-
-    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
-        assert target.url, "config validation guarantees a url"
-        super().__init__(target, directory, scrape_url(target.url))
-
-    def parse(self, text: str) -> list[DiskReading]:
-        where = safe_url(self.url)
-        try:
-            readings = parse_scrape(text)
-        except ScrapeParseError as e:
-            raise SourceError(f"{where}: {e}", reason="parse") from None
-        if not readings:
-            raise SourceError(
-                f"{where}: no windows_physical_disk_* series (is the physical_disk collector on?)",
-                reason="parse",
-            )
-        return readings
-
-
-def make_host_source(target: HostTarget, directory: LunDirectory) -> Source:
-    """The source for ``target.source``: windows_exporter, winrm (extra sanlens[winrm]), perfmon or
-    node_exporter (Linux)."""
-    if target.source == "windows_exporter":
-        return WindowsExporterSource(target, directory)
-    if target.source == "node_exporter":
-        from sanlens.hosts.node_exporter import NodeExporterSource
-
-        return NodeExporterSource(target, directory)
-    if target.source == "winrm":
-        from sanlens.hosts.winrm import WinRMSource
-
-        return WinRMSource(target, directory)
-    if target.source == "prometheus":
-        from sanlens.hosts.prometheus_source import PrometheusHostSource
-
-        return PrometheusHostSource(target, directory)
-    if target.source == "perfmon":
-        from sanlens.hosts.perfmon_source import PerfmonSource
-
-        return PerfmonSource(target, directory)
-    raise SanlensError(f"host {target.name}: unknown source {target.source!r}")

@@ -17,8 +17,8 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from functools import partial
-from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
 
 from sanlens.sim import (
     linux_api,
@@ -30,18 +30,47 @@ from sanlens.sim import (
     windows_api,
 )
 from sanlens.sim.estate import Estate
-from sanlens.sim.faults import FaultError
+from sanlens.sim.faults import FaultError, FaultState
 from sanlens.sim.ontap_api import ApiError, Json
 from sanlens.sim.ontap_tables import RowOptions
 from sanlens.sim.scenarios import KnobError
 from sanlens.sim.world import World, stable_uuid
 
-if TYPE_CHECKING:
-    from sanlens.sim.server import SimHTTPServer, Simulator
-
 log = logging.getLogger(__name__)
 
 TABLES_PREFIX = "/api/cluster/counter/tables"
+
+
+class Simulated(Protocol):
+    """What the handler serves and drives: the simulator's estate, its faults and its control verbs
+    (``sanlens.sim.server.Simulator``)."""
+
+    estate: Estate
+    faults: FaultState
+
+    def state(self) -> Json: ...
+
+    def set_scenario(self, name: str, **knobs: Any) -> None: ...
+
+    def set_faults(self, **knobs: Any) -> None: ...
+
+
+class SimHTTPServer(ThreadingHTTPServer):
+    """The HTTP server of the simulator: carries it to each request's ``Handler``."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    sim: Simulated
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops the connection or never speaks TLS (a probe) is not a server error."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ssl.SSLError | OSError):
+            log.debug("connection from %s dropped: %s", client_address[0], exc)
+            return
+        super().handle_error(request, client_address)
 
 
 class _Reset(Exception):
@@ -71,7 +100,7 @@ class Handler(BaseHTTPRequestHandler):
         log.debug("%s " + format, self.address_string(), *args)
 
     @property
-    def sim(self) -> Simulator:
+    def sim(self) -> Simulated:
         return self.server.sim
 
     @property

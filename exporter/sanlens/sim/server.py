@@ -15,33 +15,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from sanlens.sim.estate import Estate
 from sanlens.sim.faults import FaultState
-from sanlens.sim.handler import Handler
+from sanlens.sim.handler import Handler, SimHTTPServer
 from sanlens.sim.ontap_api import Json
 from sanlens.sim.tls import make_self_signed
 
 log = logging.getLogger(__name__)
-
-
-class SimHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    sim: Simulator
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that drops the connection or never speaks TLS (a probe) is not a server error."""
-        import sys
-
-        exc = sys.exc_info()[1]
-        if isinstance(exc, ssl.SSLError | OSError):
-            log.debug("connection from %s dropped: %s", client_address[0], exc)
-            return
-        super().handle_error(request, client_address)
 
 
 class Simulator:

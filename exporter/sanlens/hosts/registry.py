@@ -1,0 +1,35 @@
+"""The host sources by the name ``source:`` gives them in the config.
+
+Only the runtime picks a source by name, so only it imports every source; a new source is
+its module plus one entry here.
+"""
+
+from __future__ import annotations
+
+from sanlens.config import HostTarget
+from sanlens.errors import SanlensError
+from sanlens.hosts.node_exporter import NodeExporterSource
+from sanlens.hosts.perfmon_source import PerfmonSource
+from sanlens.hosts.prometheus_source import PrometheusHostSource
+from sanlens.hosts.sources import HostSource
+from sanlens.hosts.windows_exporter import WindowsExporterSource
+from sanlens.hosts.winrm import WinRMSource
+from sanlens.join import LunDirectory
+from sanlens.state import Source
+
+SOURCES: dict[str, type[HostSource]] = {
+    "windows_exporter": WindowsExporterSource,
+    "winrm": WinRMSource,  # its client is the extra sanlens[winrm], imported when one is made
+    "perfmon": PerfmonSource,
+    "node_exporter": NodeExporterSource,
+    "prometheus": PrometheusHostSource,
+}
+
+
+def make_host_source(target: HostTarget, directory: LunDirectory) -> Source:
+    """The source for ``target.source``: windows_exporter, winrm (extra sanlens[winrm]), perfmon,
+    node_exporter (Linux) or prometheus."""
+    cls = SOURCES.get(target.source)
+    if cls is None:
+        raise SanlensError(f"host {target.name}: unknown source {target.source!r}")
+    return cls(target, directory)
