@@ -14,6 +14,8 @@ WORKDIR /src
 COPY requirements/build.txt requirements/runtime.txt requirements/
 # Build tools in a venv of their own: setuptools and wheel (pyproject's build backend) and
 # cyclonedx-bom. The runtime venv gets no pip of its own: the build venv's pip installs into it.
+# runtime.txt is what `sanlens serve` runs on and nothing more: no `analyze` extra (numpy, pyarrow,
+# tqdm) and no simulator (a distribution of its own, sim/), see docs/container.md.
 RUN python -m venv /opt/build \
  && /opt/build/bin/pip install --no-cache-dir --disable-pip-version-check --require-hashes \
       --only-binary=:all: -r requirements/build.txt \

@@ -7,7 +7,7 @@ TOOLS := $(CURDIR)/.tools
 # The hashed locks (scripts/lock.py writes them from pyproject.toml): every venv installs from
 # them with --require-hashes. A changed lock or pyproject.toml names a new stamp: a reinstall.
 LOCKS := requirements/runtime.txt requirements/build.txt requirements/dev.txt
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(LOCKS) 2>/dev/null | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml sim/pyproject.toml $(LOCKS) 2>/dev/null | sha1sum | cut -c1-12)
 PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 # `make image BASE_IMAGE=...`: build on another base (default: the Dockerfile's, pinned by digest)
 BASE_IMAGE ?=
@@ -17,12 +17,14 @@ export PATH := $(TOOLS)/bin:$(CURDIR)/$(BIN):$(PATH)
 
 all: test
 
-# pip refuses editable installs under --require-hashes: the locked dependencies first, then the
-# project alone, built by the locked setuptools (no build isolation: nothing unpinned is fetched).
-$(STAMP): pyproject.toml $(LOCKS)
+# pip refuses editable installs under --require-hashes: the locked dependencies first (the
+# simulator's among them), then the product alone and the simulator (sim/, which needs the
+# product) alone, built by the locked setuptools (no build isolation: nothing unpinned is fetched).
+$(STAMP): pyproject.toml sim/pyproject.toml $(LOCKS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --require-hashes --only-binary=:all: -r requirements/dev.txt
 	$(PIP) install --no-deps --no-build-isolation -e .
+	$(PIP) install --no-deps --no-build-isolation -e sim
 	@rm -f $(VENV)/.installed-*; touch $@
 
 venv: $(STAMP)
@@ -43,8 +45,8 @@ test-integration: venv
 	$(BIN)/python -m pytest -q -ra -m integration
 
 lint: venv
-	$(BIN)/ruff check exporter tests bench rules dashboards mixin docs/build.py docs/families.py helm/build.py scripts/lock.py
-	$(BIN)/ruff format --check exporter tests bench rules dashboards mixin docs/build.py docs/families.py helm/build.py scripts/lock.py
+	$(BIN)/ruff check exporter sim tests bench rules dashboards mixin docs/build.py docs/families.py helm/build.py scripts/lock.py
+	$(BIN)/ruff format --check exporter sim tests bench rules dashboards mixin docs/build.py docs/families.py helm/build.py scripts/lock.py
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 OBJECTS = ("Aggregate", "Disk", "Lun", "Node", "Volume", "LIF", "NetPort", "Namespace", "FCP", "Cluster")
 ASA_R2_OBJECTS = (*(o for o in OBJECTS if o != "Aggregate"), "StorageUnit", "AvailabilityZone")
@@ -656,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
 
     reqlog = RequestLog()
-    handler_log = logging.getLogger("sanlens.sim.handler")
+    handler_log = logging.getLogger("sanlens_sim.handler")
     handler_log.setLevel(logging.DEBUG)
     handler_log.addHandler(reqlog)
     knobs: dict[str, Any] = {"ontap_version": args.ontap_version} if args.ontap_version else {}

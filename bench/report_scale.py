@@ -7,8 +7,8 @@ process; the report gives the median wall time, the peak RSS of the child (wait4
 and the HTML size, and beside them a bare Python ``csv`` pass over the same file (a child that
 only tokenizes it), so the cost of the analysis can be read against the cost of reading.
 
-Each log is analysed as the default install runs it (``pip install sanlens``: no pyarrow, the
-child is kept from importing it) and, when pyarrow is installed here, with Arrow's reader too.
+Each log is analysed as an install without pyarrow runs it (the Python reader: the child is kept
+from importing pyarrow) and, when pyarrow is installed here, with Arrow's reader too.
 Targets on a 2-core machine: <= 60 s, <= 300 MB, HTML < 5 MB; the ratio to the csv pass is
 reported against 1.5x.
 
@@ -90,7 +90,7 @@ def _wide(path: Path, size_mb: float) -> int:
     return int(mod.generate(path, size_mb, 500))
 
 
-# the child of the default install: pyarrow cannot be imported, whatever this venv has
+# the child without pyarrow: it cannot be imported, whatever this venv has
 _NO_ARROW = "import runpy, sys; sys.modules['pyarrow'] = None; sys.argv[0] = 'sanlens'; runpy.run_module('sanlens', run_name='__main__')"
 _CSV_PASS = "import csv, sys\nwith open(sys.argv[1], newline='') as f:\n    for _ in csv.reader(f): pass"
 
@@ -140,7 +140,7 @@ def main() -> int:
             print(f"{name}: generated {size / 1e6:.0f} MB in {time.perf_counter() - t:.1f}s")
             bare = statistics.median(csv_pass(log) for _ in range(args.runs))
             print(f"  bare csv pass: median {bare:.2f}s")
-            readers = [("default install (no pyarrow)", False)]
+            readers = [("without pyarrow", False)]
             if importlib.util.find_spec("pyarrow") is not None:
                 readers.append(("with pyarrow", True))
             for label, arrow in readers:

@@ -3,7 +3,11 @@
 
     requirements/runtime.txt  pyproject.toml [project] dependencies: the image and every venv
     requirements/build.txt    requirements/build.in: the build backend and the SBOM tool (image build stage)
-    requirements/dev.txt      every extra of pyproject.toml + build.in + tools.in, constrained to the two above
+    requirements/dev.txt      every extra of pyproject.toml + build.in + tools.in + sim.in, constrained
+                              to the two above
+    requirements/sim.in       written first, from sim/pyproject.toml: the simulator's dependencies but
+                              the product (both are this repository's, installed editable by `make venv`:
+                              pip --require-hashes refuses a local project as a pinned requirement)
 
 Each is a pip requirements file with every version pinned and the sha256 of every file of that
 version (all platforms: `--universal`, Python >= 3.11), so `pip install --require-hashes -r`
@@ -23,6 +27,7 @@ import argparse
 import datetime as dt
 import difflib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 REQ = "requirements"
 EXCLUDE_NEWER_FILE = ROOT / REQ / "EXCLUDE_NEWER"
 PYTHON = "3.11"  # the oldest Python of requires-python: a universal lock covers it and every newer one
-INPUTS = ("pyproject.toml", f"{REQ}/build.in", f"{REQ}/tools.in")
+SIM_PYPROJECT = "sim/pyproject.toml"
+SIM_IN = f"{REQ}/sim.in"
+INPUTS = ("pyproject.toml", SIM_PYPROJECT, f"{REQ}/build.in", f"{REQ}/tools.in")
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ def locks(root: Path = ROOT) -> list[Lock]:
         Lock(f"{REQ}/build.txt", (f"{REQ}/build.in",)),
         Lock(
             f"{REQ}/dev.txt",
-            ("pyproject.toml", f"{REQ}/build.in", f"{REQ}/tools.in"),
+            ("pyproject.toml", f"{REQ}/build.in", f"{REQ}/tools.in", SIM_IN),
             (
                 *(f"--extra={e}" for e in extras),
                 f"--constraints={REQ}/runtime.txt",
@@ -63,6 +70,26 @@ def locks(root: Path = ROOT) -> list[Lock]:
             ),
         ),
     ]
+
+
+def _name(requirement: str) -> str:
+    """The normalized project name a PEP 508 requirement starts with."""
+    m = re.match(r"\s*([A-Za-z0-9._-]+)", requirement)
+    if m is None:
+        raise ValueError(f"not a requirement: {requirement!r}")
+    return re.sub(r"[-_.]+", "-", m.group(1)).lower()
+
+
+def sim_in(root: Path = ROOT) -> str:
+    """requirements/sim.in: the dependencies of sim/pyproject.toml less the product, which is local."""
+    product = _name(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["name"])
+    sim = tomllib.loads((root / SIM_PYPROJECT).read_text(encoding="utf-8"))["project"]
+    reqs = [r for r in sim.get("dependencies", []) if _name(r) != product]
+    return (
+        f"# Written by scripts/lock.py from {SIM_PYPROJECT}: the simulator's dependencies, less the\n"
+        "# product (a local project like the simulator, installed editable by `make venv`).\n"
+        + "".join(f"{r}\n" for r in reqs)
+    )
 
 
 def command(lock: Lock) -> list[str]:
@@ -115,6 +142,7 @@ def compile_all(root: Path, uv: str, exclude_newer: str) -> None:
     }
     for name in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_CONSTRAINT"):
         env.pop(name, None)
+    (root / SIM_IN).write_text(sim_in(root), encoding="utf-8")
     for lock in locks(root):
         subprocess.run([uv, *command(lock)], cwd=root, env=env, check=True, timeout=600)
 
@@ -124,29 +152,30 @@ def check(uv: str) -> int:
     exclude_newer = read_exclude_newer()
     with tempfile.TemporaryDirectory(prefix="sanlens-lock-") as tmp:
         work = Path(tmp)
-        (work / REQ).mkdir()
         for rel in (*INPUTS, f"{REQ}/EXCLUDE_NEWER"):
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(ROOT / rel, work / rel)
         compile_all(work, uv, exclude_newer)
         stale = []
-        for lock in locks():
-            want = (work / lock.output).read_text(encoding="utf-8")
-            have_path = ROOT / lock.output
+        for output in (SIM_IN, *(lock.output for lock in locks())):
+            want = (work / output).read_text(encoding="utf-8")
+            have_path = ROOT / output
             have = have_path.read_text(encoding="utf-8") if have_path.exists() else ""
             if want != have:
-                stale.append(lock.output)
+                stale.append(output)
                 diff = difflib.unified_diff(
-                    have.splitlines(), want.splitlines(), lock.output, "regenerated", lineterm="", n=1
+                    have.splitlines(), want.splitlines(), output, "regenerated", lineterm="", n=1
                 )
                 print("\n".join(list(diff)[:60]), file=sys.stderr)
     if stale:
         print(
-            f"lock: {', '.join(stale)} differ from what pyproject.toml and EXCLUDE_NEWER={exclude_newer} "
+            f"lock: {', '.join(stale)} differ from what the pyproject.toml files and "
+            f"EXCLUDE_NEWER={exclude_newer} "
             "give: run `make lock` and commit",
             file=sys.stderr,
         )
         return 1
-    print(f"lock: requirements/*.txt are current (EXCLUDE_NEWER={exclude_newer})")
+    print(f"lock: requirements/*.txt and sim.in are current (EXCLUDE_NEWER={exclude_newer})")
     return 0
 
 
@@ -171,7 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         EXCLUDE_NEWER_FILE.write_text(value + "\n", encoding="utf-8")
     exclude_newer = read_exclude_newer()
     compile_all(ROOT, uv, exclude_newer)
-    print(f"lock: wrote {', '.join(lock.output for lock in locks())} (EXCLUDE_NEWER={exclude_newer})")
+    print(
+        f"lock: wrote {', '.join([SIM_IN, *(lock.output for lock in locks())])} (EXCLUDE_NEWER={exclude_newer})"
+    )
     return 0
 
 

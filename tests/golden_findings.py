@@ -37,8 +37,8 @@ from sanlens.diagnose.engine import Engine
 from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
-from sanlens.sim.scenarios import SCENARIOS
-from sanlens.sim.server import Simulator
+from sanlens_sim.scenarios import SCENARIOS
+from sanlens_sim.server import Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "data" / "golden" / "findings.json"

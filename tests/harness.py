@@ -41,7 +41,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, TOOLS_BIN, free_port, require_tool, skip_or_fail
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 T = TypeVar("T")
 
@@ -530,7 +530,7 @@ class Harness:
 
     # -- simulator
     def start_simulator(self, scenario: str = "mixed", in_process: bool = True, **knobs: Any) -> SimHandle:
-        """The ONTAP, windows_exporter and node_exporter simulator (``sanlens.sim.server.Simulator``)."""
+        """The ONTAP, windows_exporter and node_exporter simulator (``sanlens_sim.server.Simulator``)."""
         if in_process:
             sim = Simulator(scenario=scenario, host=LOOPBACK, port=0, **knobs)
             sim.start()

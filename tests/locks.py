@@ -3,13 +3,61 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.markers import Marker
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements"
+ROOT = Path(__file__).resolve().parent.parent
+REQUIREMENTS = ROOT / "requirements"
+
+
+def _project(path: Path) -> dict[str, Any]:
+    project: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))["project"]
+    return project
+
+
+PRODUCT = _project(ROOT / "pyproject.toml")
+SIMULATOR = _project(ROOT / "sim" / "pyproject.toml")
+# This repository's own distributions: `make venv` installs them editable, no lock pins them
+# (pip --require-hashes refuses a local project as a requirement).
+LOCAL = {canonicalize_name(PRODUCT["name"]), canonicalize_name(SIMULATOR["name"])}
+
+
+def runtime_requirements() -> list[Requirement]:
+    """The product's [project] dependencies: requirements/runtime.txt, what the image installs."""
+    return [Requirement(r) for r in PRODUCT["dependencies"]]
+
+
+def extra_requirements() -> dict[str, list[Requirement]]:
+    """Each extra of the product, an extra naming others of the product's (arrow: analyze) expanded."""
+    declared = {
+        name: [Requirement(r) for r in reqs] for name, reqs in PRODUCT["optional-dependencies"].items()
+    }
+
+    def expand(name: str, seen: frozenset[str] = frozenset()) -> list[Requirement]:
+        out: list[Requirement] = []
+        for req in declared[name]:
+            if canonicalize_name(req.name) not in LOCAL:
+                out.append(req)
+            elif name not in seen:
+                for extra in sorted(req.extras):
+                    out += expand(extra, seen | {name})
+        return out
+
+    return {name: expand(name) for name in declared}
+
+
+def simulator_requirements() -> list[Requirement]:
+    """The simulator's dependencies but this repository's own: requirements/sim.in, in dev.txt."""
+    reqs = [Requirement(r) for r in SIMULATOR["dependencies"]]
+    return [r for r in reqs if canonicalize_name(r.name) not in LOCAL]
+
+
 _PIN = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)\s*(?:;\s*(?P<marker>[^\\]+?))?\s*\\?$"
 )

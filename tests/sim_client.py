@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 
 class Clock:

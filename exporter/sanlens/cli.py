@@ -8,7 +8,6 @@ line on stderr; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import sys
@@ -21,19 +20,20 @@ from sanlens.config import Config
 from sanlens.config_load import check_config
 from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
 from sanlens.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
-from sanlens.sim.scenarios import SCENARIOS
+from sanlens.optional import ANALYZE, SIMULATOR, MissingPart, Part, load
 from sanlens.urls import RedactingFilter
 
 log = logging.getLogger("sanlens")
 
-# Subcommands implemented in their own packages: name -> (module, help).
-# Each module has add_arguments(p) and run(args). A module is imported only when its
-# subcommand is on the command line: `analyze` pulls in numpy, which `serve` must not carry.
-SUBCOMMANDS = {
-    "simulate": ("sanlens.sim.cli", "serve the ONTAP REST + windows_exporter simulator"),
-    "analyze": ("sanlens.analyze.cli", "diagnose PerfMon logs and ONTAP captures offline"),
-    "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time"),
-    "healthcheck": ("sanlens.healthcheck", "is this container's `sanlens serve` up? exit 0 yes, 1 no"),
+# Subcommands implemented in their own packages: name -> (module, help, the optional part it
+# needs). Each module has add_arguments(p) and run(args). A module is imported only when its
+# subcommand is the one run: `analyze` pulls in numpy, which `serve` must not carry, and the
+# optional parts may not be installed at all.
+SUBCOMMANDS: dict[str, tuple[str, str, Part | None]] = {
+    "simulate": ("sanlens_sim.cli", "serve the ONTAP REST + windows_exporter simulator", SIMULATOR),
+    "analyze": ("sanlens.analyze.cli", "diagnose PerfMon logs and ONTAP captures offline", ANALYZE),
+    "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time", None),
+    "healthcheck": ("sanlens.healthcheck", "is this container's `sanlens serve` up? exit 0 yes, 1 no", None),
 }
 # $SANLENS_LISTEN and $SANLENS_WEB_CONFIG_FILE are read by serve (below its flags, above the
 # config file) and by healthcheck, so a container sets them once for both: the image's
@@ -132,9 +132,16 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2)
 
 
+def command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand of ``argv``: its first word that is not an option (the top-level options
+    take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The full parser; of the package subcommands, only those named in ``argv`` are imported
-    (all of them when ``argv`` is None)."""
+    """The full parser; of the package subcommands, only the one ``argv`` runs is imported (all of
+    them when ``argv`` is None). MissingPart when that one's optional part is not installed."""
+    command = None if argv is None else command_of(argv)
     # --debug is accepted before or after the subcommand; SUPPRESS keeps a subcommand's
     # absent flag from resetting the top-level one
     debug = ArgumentParser(add_help=False)
@@ -168,8 +175,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     d = sub.add_parser(
         "demo", help="run the simulator and the exporter together, with short windows", parents=[debug]
     )
+    scenarios = None
+    if argv is None or command == "demo":
+        from sanlens.demo import scenario_names
+
+        scenarios = scenario_names()
     d.add_argument(
-        "--scenario", default="mixed", choices=sorted(SCENARIOS), help="simulator scenario (default: mixed)"
+        "--scenario", default="mixed", choices=scenarios, help="simulator scenario (default: mixed)"
     )
     d.add_argument("--port", type=cliargs.port, default=9842, help="exporter port (default 9842)")
     d.add_argument("--sim-port", type=cliargs.port, default=0, help="simulator port (default: a free one)")
@@ -194,10 +206,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     c.set_defaults(func=cmd_check_config)
 
-    for name, (module, help_) in SUBCOMMANDS.items():
+    for name, (module, help_, part) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_, parents=[debug])
-        if argv is None or name in argv:
-            mod = importlib.import_module(module)
+        if argv is None or name == command:
+            mod = load(module, name, part)
             mod.add_arguments(sp)
             sp.set_defaults(func=mod.run)
     return p
@@ -236,7 +248,10 @@ def report(e: BaseException, command: str, debug: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
+    try:
+        parser = build_parser(argv)
+    except MissingPart as e:
+        return report(e, command_of(argv) or "", "--debug" in argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import UsageError, is_bind_error, listen_error
+from sanlens.optional import SIMULATOR, load
 
 if TYPE_CHECKING:
     from sanlens.runtime import Exporter
@@ -67,6 +68,11 @@ def demo_config(
     )
 
 
+def scenario_names() -> list[str]:
+    """The simulator's scenarios, for ``--scenario``; MissingPart when the simulator is not installed."""
+    return sorted(load("sanlens_sim.scenarios", "demo", SIMULATOR).SCENARIOS)
+
+
 @contextlib.contextmanager
 def _listening(address: str) -> Iterator[None]:
     """A failed bind of ``address`` as a one-line RunError."""
@@ -81,8 +87,10 @@ def _listening(address: str) -> Iterator[None]:
 def run_demo(args: argparse.Namespace) -> int:
     """The demo until Ctrl-C or ``--duration``; a bad knob is a UsageError, a taken port a RunError."""
     from sanlens.runtime import Exporter, wait_for_signal
-    from sanlens.sim.scenarios import KnobError
-    from sanlens.sim.server import Simulator
+
+    load("sanlens_sim", "demo", SIMULATOR)  # installed? else one line saying how to install it
+    from sanlens_sim.scenarios import KnobError
+    from sanlens_sim.server import Simulator
 
     knobs = {}
     if getattr(args, "fa_ports", None) is not None:

@@ -188,6 +188,8 @@ def test_dockerignore_sends_only_what_the_build_copies(stages: list[list[tuple[s
         "tests/e2e/test_helm.py",
         "helm/sanlens",
         "requirements/dev.txt",
+        "requirements/sim.in",
+        "sim/sanlens_sim/server.py",  # the simulator is a distribution of its own, not the image's
     ):
         assert dockerignored(junk), junk
 

@@ -132,7 +132,22 @@ def test_installed_packages_are_exactly_the_locked_ones(image: Image) -> None:
     assert p.returncode == 0, p.stderr
     installed = {canonicalize_name(k): v for k, v in json.loads(p.stdout).items()}
     assert installed == {**locked(), "sanlens": VERSION}  # no pip, no setuptools, nothing else
-    assert "cryptography" not in installed  # the simulator's extra stays out
+    # serve's dependencies only: neither the analyze extra nor the simulator (docs/container.md)
+    assert not {"numpy", "pyarrow", "tqdm", "sanlens-sim", "cryptography"} & installed.keys()
+
+
+def test_the_image_carries_no_simulator_and_says_what_analyze_and_demo_need(image: Image) -> None:
+    """What serve does not run stays out; the commands that need it say how to get it, in one line."""
+    probe = "import importlib.util as u; print([m for m in ('sanlens_sim', 'sanlens.sim') if u.find_spec(m)])"
+    p = image.run(f"python -c {shlex.quote(probe)}")
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
+    p = image.run("sanlens analyze /tmp/perfmon.csv")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.splitlines()[0].endswith("which is not installed: pip install 'sanlens[analyze]'")
+    assert "Traceback" not in p.stderr
+    p = image.run("sanlens demo")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.startswith("error: sanlens demo needs the simulator (sanlens-sim)"), p.stderr
 
 
 def test_the_sbom_lists_the_locked_packages(image: Image) -> None:

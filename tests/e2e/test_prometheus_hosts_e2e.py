@@ -23,7 +23,7 @@ from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import HostView, Snapshot
 from sanlens.ontap.collector import OntapSource
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 pytestmark = pytest.mark.e2e
 

@@ -24,7 +24,7 @@ from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import Snapshot
 from sanlens.ontap.collector import OntapSource
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 T0 = 1_700_000_000.0
 

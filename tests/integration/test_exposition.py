@@ -17,8 +17,8 @@ from sanlens.join import LunDirectory
 from sanlens.model import Metric, MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
 from sanlens.server import ExporterServer
-from sanlens.sim.server import Simulator
 from sanlens.state import State
+from sanlens_sim.server import Simulator
 
 # sanlens' own families, rendered by the client library after the snapshots
 HEALTH = {

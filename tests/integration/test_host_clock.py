@@ -14,8 +14,8 @@ from sanlens.freshness import STALE_MIN_S
 from sanlens.hosts.winrm import WinRMSource
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
-from sanlens.sim.server import Simulator
 from sanlens.state import State
+from sanlens_sim.server import Simulator
 
 SKEW_S = 2 * STALE_MIN_S  # far past the staleness bound: a host clock ahead by this used to blind the array
 

@@ -30,8 +30,8 @@ from sanlens.config import AuthConfig, Duration, HostTarget, OntapTarget
 from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
-from sanlens.sim.server import Simulator
 from sanlens.state import Poller, Source, State
+from sanlens_sim.server import Simulator
 
 POLL_S = 1.0
 FAIL_WITHIN_S = 8.0  # a hostile answer fails the next poll: within an interval, plus its deadline

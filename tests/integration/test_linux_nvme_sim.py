@@ -15,7 +15,7 @@ from sanlens.config import HostTarget
 from sanlens.hosts.node_exporter import NodeExporterSource
 from sanlens.join import LunDirectory, LunIdentity
 from sanlens.model import HostDiskStats, HostView, Snapshot
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 Page = dict[str, list[tuple[dict[str, str], float]]]
 

@@ -19,7 +19,7 @@ from sanlens.errors import SourceError
 from sanlens.hosts.node_exporter import NodeExporterSource
 from sanlens.join import LunDirectory, LunIdentity, volume_from_path
 from sanlens.runtime import Exporter
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 T0 = 1_700_000_000.0
 STEP = 60.0

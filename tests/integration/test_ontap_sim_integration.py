@@ -13,7 +13,7 @@ from sanlens.config import Config, DiagnoseConfig, Duration, OntapTarget
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
 from sanlens.runtime import Exporter
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 ARCH_LABELS = {
     "sanlens_ontap_lun_ops_total": {"cluster", "svm", "volume", "lun", "op"},
@@ -131,7 +131,7 @@ def test_exporter_scrapes_simulator_series_with_names_labels_units_and_monotonic
 
 # ------------------------------------------------------------------ the simulator's FC front end
 def test_fc_ports_and_the_fcp_table_feed_the_view_and_the_exposition() -> None:
-    from sanlens.sim.server import Simulator
+    from sanlens_sim.server import Simulator
 
     with Simulator(scenario="san-oversubscription", port=0) as sim:
         src = OntapSource(OntapTarget(name="c1", url=sim.url, tables=["fcp", "lun"]), LunDirectory())

@@ -15,7 +15,7 @@ from sanlens.config import OntapTarget
 from sanlens.diagnose import disk_busy_imbalance as imbalance
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 from sim_client import record_counters, running
 
 

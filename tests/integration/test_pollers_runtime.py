@@ -14,8 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import ConfigError
 from sanlens.runtime import Exporter
-from sanlens.sim.server import Simulator
 from sanlens.state import MIN_POLL_DEADLINE_S, POLL_DEADLINE_RATIO
+from sanlens_sim.server import Simulator
 from slow_http import TrickleServer
 
 Series = dict[str, dict[tuple[tuple[str, str], ...], float]]

@@ -22,8 +22,8 @@ from sanlens.join import LunDirectory
 from sanlens.ontap.client import POOL_SIZE
 from sanlens.ontap.collector import OntapSource
 from sanlens.runtime import Exporter
-from sanlens.sim import server as sim_server
-from sanlens.sim.ontap_api import ApiError
+from sanlens_sim import server as sim_server
+from sanlens_sim.ontap_api import ApiError
 
 ACCEPTED = ["old-Pa55"]
 SEEN: list[str] = []

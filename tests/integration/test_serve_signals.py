@@ -17,7 +17,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import free_port
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 from slow_http import TrickleServer
 
 STOP_S = 2.0  # SIGTERM to exit, whatever the pollers are doing

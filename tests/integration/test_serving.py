@@ -24,8 +24,8 @@ from sanlens.join import LunDirectory
 from sanlens.model import MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
 from sanlens.server import ExporterServer
-from sanlens.sim.server import Simulator
 from sanlens.state import State
+from sanlens_sim.server import Simulator
 
 PROCESS_LINE = re.compile(rb"^(# (HELP|TYPE) )?process_\w+.*\n", re.M)
 

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import fixture_path
 from sanlens.cli import main
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
 TABLES = ("lun", "volume", "system:node", "disk:constituent", "fcp_lif", "wafl")
 
@@ -410,10 +410,12 @@ def test_tls_mode_serves_https() -> None:
 def test_tls_without_cryptography_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "cryptography", None)  # as if the `sim` extra were not installed
+    monkeypatch.setitem(
+        sys.modules, "cryptography", None
+    )  # as if sanlens-sim had been installed without its dependencies
     assert main(["simulate", "--scenario", "healthy", "--tls"]) == 2
     err = capsys.readouterr().err
-    assert "cryptography" in err and "pip install 'sanlens[sim]'" in err
+    assert "cryptography" in err and "pip install cryptography" in err
 
 
 def test_cli_help() -> None:
@@ -447,7 +449,7 @@ def test_every_catalogue_counter_and_property_is_served(sim: Simulator) -> None:
             with Simulator("mixed") as mixed:
                 body = get(mixed, f"/api/cluster/counter/tables/{q(name)}/rows", fields="*").json()
         rec = body["records"][0]
-        from sanlens.sim.ontap_tables import TABLES
+        from sanlens_sim.ontap_tables import TABLES
 
         assert {c["name"] for c in rec["counters"]} == counters | set(TABLES[name].string_counters), name
         assert props <= {p["name"] for p in rec["properties"]}, name

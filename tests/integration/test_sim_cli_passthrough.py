@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import requests
 
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 from sim_client import Clock, running
 
 # The fields KeyPerf's volume template (conf/keyperf/9.11.1/volume.yaml) asks /api/storage/volumes for.

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import requests
 
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 from sim_client import Clock, record_counters, running
 
 DT = 10.0

@@ -11,7 +11,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 from sim_client import Clock, record_counters, running
 
 

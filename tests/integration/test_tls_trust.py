@@ -23,9 +23,11 @@ from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.join import LunDirectory
 from sanlens.ontap.client import OntapClient
 from sanlens.runtime import Exporter
-from sanlens.sim.server import Simulator
+from sanlens_sim.server import Simulator
 
-x509 = pytest.importorskip("cryptography.x509", reason="the sim extra (cryptography) makes the certificates")
+x509 = pytest.importorskip(
+    "cryptography.x509", reason="cryptography (a dependency of sanlens-sim) makes the certificates"
+)
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from cryptography.x509.oid import ExtendedKeyUsageOID  # noqa: E402
 

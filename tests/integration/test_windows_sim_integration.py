@@ -33,7 +33,7 @@ def _directory(sim_url: str, cluster: str) -> LunDirectory:
 
 
 def test_windows_exporter_source_against_simulator() -> None:
-    server = pytest.importorskip("sanlens.sim.server", reason="the simulator has not landed yet")
+    server = pytest.importorskip("sanlens_sim.server", reason="the simulator has not landed yet")
     sim = server.Simulator(scenario="healthy", port=0)
     sim.start()
     try:
@@ -98,7 +98,7 @@ class _SimWinRM:
 
 
 def _deep_sim(clock: _Clock) -> object:
-    server = pytest.importorskip("sanlens.sim.server", reason="the simulator has not landed yet")
+    server = pytest.importorskip("sanlens_sim.server", reason="the simulator has not landed yet")
     return server.Simulator(scenario="deep-queue", port=0, clock=clock)
 
 

@@ -80,8 +80,8 @@ LINUX_TEXT = seeds("linux/*.txt")
 
 def _node_exporter_page() -> bytes:
     """The simulator's node_exporter page of a Linux host with a failed path device."""
-    from sanlens.sim import linux_api
-    from sanlens.sim.estate import Estate
+    from sanlens_sim import linux_api
+    from sanlens_sim.estate import Estate
 
     estate = Estate("path-faults", {}, clock=lambda: 1_700_000_000.0)
     host = next(h for h in estate.world().hosts if h.os == "linux")

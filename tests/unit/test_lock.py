@@ -22,7 +22,16 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from tests.conftest import ROOT, skip_or_fail
-from tests.locks import REQUIREMENTS, Pin, parse_lock, pins_for
+from tests.locks import (
+    LOCAL,
+    REQUIREMENTS,
+    Pin,
+    extra_requirements,
+    parse_lock,
+    pins_for,
+    runtime_requirements,
+    simulator_requirements,
+)
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 LOCK_FILES = ("runtime.txt", "build.txt", "dev.txt")
@@ -47,15 +56,6 @@ def lock(name: str) -> list[Pin]:
 def in_file(path: Path) -> list[Requirement]:
     lines = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
     return [Requirement(line) for line in lines if line]
-
-
-def runtime_requirements() -> list[Requirement]:
-    return [Requirement(r) for r in PYPROJECT["project"]["dependencies"]]
-
-
-def extra_requirements() -> dict[str, list[Requirement]]:
-    extras = PYPROJECT["project"].get("optional-dependencies", {})
-    return {name: [Requirement(r) for r in reqs] for name, reqs in extras.items()}
 
 
 def assert_pinned_within(reqs: list[Requirement], pins: list[Pin], where: str) -> None:
@@ -90,6 +90,30 @@ def test_each_extra_is_pinned_in_the_dev_lock(extra: str) -> None:
     assert_pinned_within(extra_requirements()[extra], lock("dev.txt"), f"requirements/dev.txt ({extra})")
 
 
+def test_the_simulators_dependencies_are_pinned_in_the_dev_lock() -> None:
+    """sim.in is what scripts/lock.py writes from sim/pyproject.toml: its dependencies, less the product."""
+    assert (REQUIREMENTS / "sim.in").read_text(encoding="utf-8") == lock_script.sim_in(ROOT), (
+        "run `make lock`"
+    )
+    assert {str(r) for r in in_file(REQUIREMENTS / "sim.in")} == {str(r) for r in simulator_requirements()}
+    assert_pinned_within(
+        simulator_requirements(), lock("dev.txt"), "requirements/dev.txt (sim/pyproject.toml)"
+    )
+
+
+@pytest.mark.parametrize("name", LOCK_FILES)
+def test_no_lock_pins_this_repositorys_own_projects(name: str) -> None:
+    assert not LOCAL & {p.name for p in lock(name)}
+
+
+def test_the_runtime_lock_leaves_out_the_analyze_extra() -> None:
+    """What the image installs: serve's dependencies, not analyze's (docs/container.md)."""
+    analyze = {canonicalize_name(r.name) for r in extra_requirements()["analyze"]}
+    assert analyze == {"numpy", "pyarrow", "tqdm"}
+    assert not analyze & {p.name for p in lock("runtime.txt")}
+    assert extra_requirements()["arrow"] == extra_requirements()["analyze"]  # the older name
+
+
 def test_build_lock_holds_the_build_system_requirements() -> None:
     build_in = {str(r) for r in in_file(REQUIREMENTS / "build.in")}
     for req in PYPROJECT["build-system"]["requires"]:
@@ -106,6 +130,7 @@ def _roots(name: str) -> dict[str, set[str]]:
     extras = {canonicalize_name(r.name) for reqs in extra_requirements().values() for r in reqs}
     build = {canonicalize_name(r.name) for r in in_file(REQUIREMENTS / "build.in")}
     tools = {canonicalize_name(r.name) for r in in_file(REQUIREMENTS / "tools.in")}
+    sim = {canonicalize_name(r.name) for r in simulator_requirements()}
     return {
         "runtime.txt": {"sanlens (pyproject.toml)": runtime},
         "build.txt": {"-r requirements/build.in": build},
@@ -113,6 +138,7 @@ def _roots(name: str) -> dict[str, set[str]]:
             "sanlens (pyproject.toml)": runtime | extras,
             "-r requirements/build.in": build,
             "-r requirements/tools.in": tools,
+            "-r requirements/sim.in": sim,
         },
     }[name]
 
@@ -210,6 +236,8 @@ def test_make_installs_from_the_lock_with_hashes_and_reinstalls_when_it_changes(
     recipe = make[stamp_rule.end() : make.index("\n\n", stamp_rule.end())]
     assert re.search(r"install --require-hashes .*-r requirements/dev\.txt", recipe), recipe
     assert re.search(r"install --no-deps --no-build-isolation -e \.", recipe), recipe
+    # the simulator after the product it depends on, alone too: no lock pins either
+    assert re.search(r"-e \.\n.*install --no-deps --no-build-isolation -e sim\n", recipe), recipe
     assert "--upgrade pip" not in recipe
 
 

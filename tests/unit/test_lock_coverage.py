@@ -18,7 +18,14 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from tests.conftest import ROOT
-from tests.locks import REQUIREMENTS, Pin, parse_lock
+from tests.locks import (
+    REQUIREMENTS,
+    Pin,
+    extra_requirements,
+    parse_lock,
+    runtime_requirements,
+    simulator_requirements,
+)
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PYTHONS = ("3.11", "3.12", "3.13", "3.14")
@@ -74,14 +81,12 @@ def _in_file(name: str) -> list[Requirement]:
 
 def roots(lock: str) -> list[Requirement]:
     """What each lock is made from (scripts/lock.py): its root requirements."""
-    runtime = _reqs(PYPROJECT["project"]["dependencies"])
-    extras = [
-        r for reqs in PYPROJECT["project"].get("optional-dependencies", {}).values() for r in _reqs(reqs)
-    ]
+    runtime = runtime_requirements()
+    extras = [r for reqs in extra_requirements().values() for r in reqs]
     return {
         "runtime.txt": runtime,
         "build.txt": _in_file("build.in"),
-        "dev.txt": runtime + extras + _in_file("build.in") + _in_file("tools.in"),
+        "dev.txt": runtime + extras + _in_file("build.in") + _in_file("tools.in") + simulator_requirements(),
     }[lock]
 
 

@@ -1,7 +1,10 @@
-"""`sanlens serve` does not carry what only `analyze` needs: numpy and pyarrow stay unimported.
+"""What a command imports, and what it does when an optional part is not installed.
 
-Both are dependencies of the package (analyze's batches and Arrow's CSV reader), but a
-long-running exporter would pay their import time and ~40 MB of resident memory for nothing.
+`sanlens serve` never loads what only `analyze` needs (numpy, pyarrow, tqdm: the `analyze` extra,
+~40 MB of resident memory a long-running exporter would pay for nothing) nor the simulator (a
+distribution of its own, sim/). Where those are not installed at all, as in the image or after a
+plain `pip install sanlens`, serve runs, and `analyze`, `demo` and `simulate` exit 2 with one
+error line that names the install command, not a traceback.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from tests.conftest import ROOT
 
 PROBE = """
@@ -17,33 +21,83 @@ from sanlens.cli import build_parser
 import sanlens.runtime, sanlens.server, sanlens.exposition, sanlens.diagnose.engine
 import sanlens.ontap.collector, sanlens.hosts.registry, sanlens.hosts.prometheus_source
 build_parser(["serve", "--config", "sanlens.yaml"])
-print(",".join(sorted(m for m in ("numpy", "pyarrow", "sanlens.analyze") if m in sys.modules)) or "none")
+print(",".join(sorted(m for m in ("numpy", "pyarrow", "tqdm", "sanlens.analyze", "sanlens_sim") if m in sys.modules)) or "none")
 """
 
+# the optional parts made unimportable, as where they are not installed
+WITHOUT = "import sys\nfor m in {modules!r}: sys.modules[m] = None\n"
+ANALYZE_EXTRA = ("numpy", "pyarrow", "tqdm")
 
-def _run(code: str) -> str:
-    """What a fresh interpreter prints, with the project's sources and nothing else on its path."""
+
+def _run(code: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter, with the project's sources and nothing else on its path."""
     return subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
-        check=True,
+        check=check,
         cwd=ROOT,
         env={"PYTHONPATH": str(ROOT / "exporter"), "PATH": "/usr/bin:/bin"},
         timeout=120,
-    ).stdout
+    )
 
 
-def test_serve_imports_neither_numpy_nor_pyarrow() -> None:
-    out = _run(PROBE)
+def test_serve_imports_neither_the_analyze_extra_nor_the_simulator() -> None:
+    out = _run(PROBE).stdout
     assert out.strip() == "none", out
 
 
+@pytest.mark.parametrize("argv", [["check-config", "x.yaml"], ["plan", "--help"], ["healthcheck"]])
+def test_other_commands_do_not_import_the_simulator(argv: list[str]) -> None:
+    probe = PROBE.replace('["serve", "--config", "sanlens.yaml"]', repr(argv))
+    assert "sanlens_sim" not in _run(probe).stdout
+
+
 def test_analyze_does_import_them() -> None:
-    """The probe can see an import: the same check on the analyze side finds both."""
+    """The probe can see an import: the same check on the analyze side finds numpy and tqdm."""
     probe = PROBE.replace('["serve", "--config", "sanlens.yaml"]', '["analyze", "x.csv"]') + (
         "\nimport sanlens.analyze.perfmon_arrow\n"
         'print(",".join(m for m in ("numpy", "pyarrow") if m in sys.modules))'
     )
-    out = _run(probe)
-    assert out.split() == ["numpy,sanlens.analyze", "numpy,pyarrow"], out
+    out = _run(probe).stdout
+    assert out.split() == ["numpy,sanlens.analyze,tqdm", "numpy,pyarrow"], out
+
+
+def test_the_demo_does_import_the_simulator() -> None:
+    probe = PROBE.replace('["serve", "--config", "sanlens.yaml"]', '["demo"]')
+    assert _run(probe).stdout.strip() == "sanlens_sim"
+
+
+def _main_without(modules: tuple[str, ...], *argv: str) -> subprocess.CompletedProcess[str]:
+    code = WITHOUT.format(modules=modules) + "from sanlens.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    return _run(code, *argv, check=False)
+
+
+@pytest.mark.parametrize(
+    "argv", [["analyze", "x.csv"], ["analyze", "--help"], ["analyze", "--format", "json", "x.csv"]]
+)
+def test_analyze_without_its_extra_names_it(argv: list[str]) -> None:
+    p = _main_without(ANALYZE_EXTRA, *argv)
+    assert p.returncode == 2, p.stderr
+    first, *rest = p.stderr.splitlines()
+    assert first.startswith("error: sanlens analyze needs ") and first.endswith(
+        "pip install 'sanlens[analyze]'"
+    )
+    assert [line for line in rest if not line.startswith("hint: ")] == [], p.stderr  # no traceback
+
+
+@pytest.mark.parametrize("argv", [["demo"], ["demo", "--help"], ["simulate", "--scenario", "healthy"]])
+def test_demo_and_simulate_without_the_simulator_say_how_to_install_it(argv: list[str]) -> None:
+    p = _main_without(("sanlens_sim",), *argv)
+    assert p.returncode == 2, p.stderr
+    first, hint = p.stderr.splitlines()
+    assert first.startswith(f"error: sanlens {argv[0]} needs the simulator") and "pip install" in first
+    assert first.endswith("./sim from a sanlens checkout (make venv does)")
+    assert hint.startswith("hint: ")
+
+
+def test_serve_and_check_config_run_without_either() -> None:
+    p = _main_without((*ANALYZE_EXTRA, "sanlens_sim"), "check-config", "--skip-files", "/nonexistent.yaml")
+    assert p.returncode == 2 and p.stderr.startswith("error: /nonexistent.yaml: cannot read"), p.stderr
+    p = _main_without((*ANALYZE_EXTRA, "sanlens_sim"), "serve", "--help")
+    assert p.returncode == 0 and "--web.config.file" in p.stdout, p.stderr

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sanlens.sim.ontap_query import filters, flag, match_all, matches, values_at
+from sanlens_sim.ontap_query import filters, flag, match_all, matches, values_at
 
 REC: dict[str, Any] = {
     "name": "vol1",

@@ -1,7 +1,7 @@
 """PerfMon rows in batches from Apache Arrow's multi-threaded C++ CSV reader.
 
 Why: the pure-Python reader tops out near 25 MB/s (CPython's float() on every cell is
-most of it). pyarrow (the optional ``sanlens[arrow]`` extra) parses and converts in
+most of it). pyarrow (of the ``sanlens[analyze]`` extra) parses and converts in
 C++ on every core, streaming blocks so memory stays bounded. It is strict on purpose:
 anything it does not accept as a clean log - typeperf trailers, a short row, text in
 a value cell, a malformed timestamp, a non-UTF-8 file - raises ``NotClean`` and

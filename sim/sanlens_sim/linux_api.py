@@ -31,8 +31,8 @@ from decimal import Decimal
 
 from sanlens.exposition import escape_label_value
 from sanlens.join import ontap_wwid
-from sanlens.sim.estate import Estate
-from sanlens.sim.world import Host, HostDisk, Lun, lun_serial
+from sanlens_sim.estate import Estate
+from sanlens_sim.world import Host, HostDisk, Lun, lun_serial
 
 WRAP_MS = 2**32
 FAILED_STATE = "transport-offline"

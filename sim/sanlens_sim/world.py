@@ -1,6 +1,6 @@
 """The simulated estate: one ONTAP cluster and its Windows hosts, with per-object rates.
 
-These are the objects and their deterministic ids; :mod:`sanlens.sim.builder`
+These are the objects and their deterministic ids; :mod:`sanlens_sim.builder`
 assembles a consistent :class:`World` from them.
 """
 

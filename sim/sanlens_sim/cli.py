@@ -9,7 +9,7 @@ from typing import Any
 
 from sanlens import cliargs
 from sanlens.errors import UsageError, is_bind_error, listen_error
-from sanlens.sim.scenarios import SCENARIOS, KnobError
+from sanlens_sim.scenarios import SCENARIOS, KnobError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tls",
         action="store_true",
-        help="serve HTTPS with a self-signed certificate made at start (needs pip install 'sanlens[sim]')",
+        help="serve HTTPS with a self-signed certificate made at start (needs cryptography)",
     )
     for knob in ("nodes", "luns", "volumes", "disks", "hosts"):
         p.add_argument(f"--{knob}", type=int, default=None, help=f"scale: at least this many {knob}")
@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sanlens.sim.server import Simulator
+    from sanlens_sim.server import Simulator
 
     knobs: dict[str, Any] = {
         k: getattr(args, k)

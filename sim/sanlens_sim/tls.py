@@ -1,7 +1,7 @@
 """A throw-away self-signed certificate for ``--tls`` (127.0.0.1 and localhost), made with ``cryptography``.
 
-``cryptography`` is the ``sim`` extra: the exporter itself never needs it, so it
-is imported only when a certificate is made.
+``cryptography`` is a dependency of sanlens-sim, not of the exporter; it is imported only
+when a certificate is made, so the rest of the simulator runs where it is missing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sanlens.errors import SanlensError
 
-INSTALL_HINT = "pip install 'sanlens[sim]'"
+INSTALL_HINT = "pip install cryptography"
 
 
 class TlsUnavailable(SanlensError):

@@ -2,8 +2,8 @@
 
 Shapes follow the real captures in ``../shared/fixtures/ontap`` (HAL ``_links``,
 ``records``/``num_records``). The collections are served by
-:mod:`sanlens.sim.ontap_collections`, the counter tables by
-:mod:`sanlens.sim.ontap_tables`.
+:mod:`sanlens_sim.ontap_collections`, the counter tables by
+:mod:`sanlens_sim.ontap_tables`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sanlens.sim.world import Disk, World, stable_uuid
+from sanlens_sim.world import Disk, World, stable_uuid
 
 DEFAULT_MAX_RECORDS = 10000
 

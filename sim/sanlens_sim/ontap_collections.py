@@ -2,7 +2,7 @@
 FC and Ethernet ports, IP interfaces, SVMs; on ASA r2 storage units and availability zones).
 
 LUN, namespace, storage-unit and volume records carry keyperf ``statistics``, IP interfaces
-their throughput and nodes their processor utilization, from :mod:`sanlens.sim.estate` at the
+their throughput and nodes their processor utilization, from :mod:`sanlens_sim.estate` at the
 instant of the request.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sanlens.model import iso_utc
-from sanlens.sim.estate import UPTIME_S, Estate
-from sanlens.sim.ontap_api import Json, node_uuid, not_found, svm_uuid, version_full
-from sanlens.sim.world import Aggregate, Disk, Lif, Lun, Node, Volume, World, stable_uuid
+from sanlens_sim.estate import UPTIME_S, Estate
+from sanlens_sim.ontap_api import Json, node_uuid, not_found, svm_uuid, version_full
+from sanlens_sim.world import Aggregate, Disk, Lif, Lun, Node, Volume, World, stable_uuid
 
 
 def _keyperf(estate: Estate, kind: str, key: str, t: float, names: tuple[str, ...]) -> Json:

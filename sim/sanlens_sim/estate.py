@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sanlens.sim import scenarios
-from sanlens.sim.counters import CounterSet
-from sanlens.sim.world import DOMAINS, Disk, HostDisk, IoRates, Lif, Lun, Node, World
+from sanlens_sim import scenarios
+from sanlens_sim.counters import CounterSet
+from sanlens_sim.world import DOMAINS, Disk, HostDisk, IoRates, Lif, Lun, Node, World
 
 UPTIME_S = 3 * 86400.0  # counters start as if the system had run this long
 US = 1e6

@@ -2,7 +2,7 @@
 
 Every catalogue table the exporter reads is served, with ONTAP's row shape
 (``properties``/``counters``, array counters as ``values``+``labels``,
-``aggregation``). Counter values come from :mod:`sanlens.sim.estate` at the
+``aggregation``). Counter values come from :mod:`sanlens_sim.estate` at the
 instant of the request.
 
 Two release and fault behaviours follow ONTAP's:
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens.ontap.catalogue import CounterDef, TableDef, catalogue
-from sanlens.sim.estate import CP_PHASES, UPTIME_S, Estate
-from sanlens.sim.ontap_api import ApiError, Json, asa_r2_refusal, disk_uid, node_uuid, svm_uuid, version_full
-from sanlens.sim.world import DOMAINS, Disk, Lif, Lun, Node, Volume, World
+from sanlens_sim.estate import CP_PHASES, UPTIME_S, Estate
+from sanlens_sim.ontap_api import ApiError, Json, asa_r2_refusal, disk_uid, node_uuid, svm_uuid, version_full
+from sanlens_sim.world import DOMAINS, Disk, Lif, Lun, Node, Volume, World
 
 COUNTER_TABLES_SINCE = (9, 11, 0)
 # (table, counter) -> the first simulated release that has it. A simulator device to exercise

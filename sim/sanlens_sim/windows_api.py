@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from sanlens.exposition import escape_label_value, format_value
-from sanlens.sim.estate import Estate
-from sanlens.sim.world import Host, HostDisk
+from sanlens_sim.estate import Estate
+from sanlens_sim.world import Host, HostDisk
 
 MOD32 = 1 << 32
 TICK_S = 1e-7  # 100 ns: the unit of the disk timers and of Frequency_PerfTime = 10 MHz

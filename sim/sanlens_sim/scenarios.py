@@ -14,8 +14,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from sanlens.model import parse_ontap_version
-from sanlens.sim.builder import Builder
-from sanlens.sim.world import HEALTHY_DOMAINS, Aggregate, Host, HostDisk, Lun, Node, Volume, World
+from sanlens_sim.builder import Builder
+from sanlens_sim.world import HEALTHY_DOMAINS, Aggregate, Host, HostDisk, Lun, Node, Volume, World
 
 CLUSTER = "sanlens-sim"
 MODERN = (9, 12, 1)

@@ -8,13 +8,13 @@ Records are flat: the command's key fields (always returned) plus the ``fields``
 the CLI's field names with ``-`` written ``_``; a field whose value is ``-`` on the CLI (one that does
 not apply to the object) is left out of its record. ``fields`` names a field the command does not
 have: 400, unless ``ignore_unknown_fields=true``. Other query parameters filter the records
-(:mod:`sanlens.sim.ontap_query`); ``max_records`` pages with ``_links.next`` carrying ``start.<key>``
+(:mod:`sanlens_sim.ontap_query`); ``max_records`` pages with ``_links.next`` carrying ``start.<key>``
 for each key field; ``return_records=false`` answers the count alone.
 
 Values come from the same world as the REST collections: a LUN's ``serial`` is its REST
 ``serial_number`` and ``serial_hex`` that serial's ASCII in lower-case hex (the NAA identifier's
 tail a host sees); volume, aggregate and disk spaces are those of
-:func:`sanlens.sim.ontap_collections.volume_space` and :func:`~.aggregate_space`.
+:func:`sanlens_sim.ontap_collections.volume_space` and :func:`~.aggregate_space`.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from sanlens.sim import ontap_query
-from sanlens.sim.estate import UPTIME_S, Estate
-from sanlens.sim.ontap_api import ApiError, Json, asa_r2_refusal, href, max_records
-from sanlens.sim.ontap_collections import (
+from sanlens_sim import ontap_query
+from sanlens_sim.estate import UPTIME_S, Estate
+from sanlens_sim.ontap_api import ApiError, Json, asa_r2_refusal, href, max_records
+from sanlens_sim.ontap_collections import (
     LUN_SIZE,
     aggregate_space,
     disk_rest_uid,
@@ -37,7 +37,7 @@ from sanlens.sim.ontap_collections import (
     node_location,
     volume_space,
 )
-from sanlens.sim.world import World
+from sanlens_sim.world import World
 
 CLI_PREFIX = "/api/private/cli/"
 

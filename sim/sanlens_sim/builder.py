@@ -1,4 +1,4 @@
-"""Assembles a consistent simulated :class:`~sanlens.sim.world.World`.
+"""Assembles a consistent simulated :class:`~sanlens_sim.world.World`.
 
 Scenarios (``scenarios.py``) describe their subjects with :class:`Builder`; the
 builder keeps the topology consistent (volume ops are the sum of their LUNs,
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sanlens.sim.world import (
+from sanlens_sim.world import (
     ETHERNET_PORT_NAMES,
     ETHERNET_PROTOCOLS,
     FC_PORT_NAMES,

@@ -3,7 +3,7 @@ faults.
 
 ``Simulator`` is the interface the demo, the tests and the benchmarks use
 (docs/simulator.md). Everything listens on 127.0.0.1 by default;
-:mod:`sanlens.sim.handler` answers the requests.
+:mod:`sanlens_sim.handler` answers the requests.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sanlens.sim.estate import Estate
-from sanlens.sim.faults import FaultState
-from sanlens.sim.handler import Handler, SimHTTPServer
-from sanlens.sim.ontap_api import Json
-from sanlens.sim.tls import make_self_signed
+from sanlens_sim.estate import Estate
+from sanlens_sim.faults import FaultState
+from sanlens_sim.handler import Handler, SimHTTPServer
+from sanlens_sim.ontap_api import Json
+from sanlens_sim.tls import make_self_signed
 
 log = logging.getLogger(__name__)
 

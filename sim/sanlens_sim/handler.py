@@ -20,7 +20,7 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from sanlens.sim import (
+from sanlens_sim import (
     linux_api,
     ontap_api,
     ontap_cli,
@@ -29,12 +29,12 @@ from sanlens.sim import (
     ontap_tables,
     windows_api,
 )
-from sanlens.sim.estate import Estate
-from sanlens.sim.faults import FaultError, FaultState
-from sanlens.sim.ontap_api import ApiError, Json
-from sanlens.sim.ontap_tables import RowOptions
-from sanlens.sim.scenarios import KnobError
-from sanlens.sim.world import World, stable_uuid
+from sanlens_sim.estate import Estate
+from sanlens_sim.faults import FaultError, FaultState
+from sanlens_sim.ontap_api import ApiError, Json
+from sanlens_sim.ontap_tables import RowOptions
+from sanlens_sim.scenarios import KnobError
+from sanlens_sim.world import World, stable_uuid
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ TABLES_PREFIX = "/api/cluster/counter/tables"
 
 class Simulated(Protocol):
     """What the handler serves and drives: the simulator's estate, its faults and its control verbs
-    (``sanlens.sim.server.Simulator``)."""
+    (``sanlens_sim.server.Simulator``)."""
 
     estate: Estate
     faults: FaultState
