@@ -1,0 +1,1 @@
+"""The hostile-input probe's categories (bench/hostile_probe.py runs them)."""
