@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sanlens.diagnose.registry import IDS
+from sanlens.diagnose.registry import IDS, REGISTRY
 from sanlens.ontap import inputs
 from sanlens.ontap.catalogue import catalogue
 
@@ -34,3 +34,15 @@ def test_a_missing_table_a_refused_endpoint_and_the_statistics_path_starve_their
     assert healthy["starved"] == {}
     stats = inputs.status("unified", "statistics", [], {}, {})
     assert set(stats["starved"]) == set(inputs.STATISTICS_LACK)
+
+
+def test_what_each_diagnosis_reads_names_real_tables_and_endpoints() -> None:
+    """A spec's ``reads`` is the one declaration: a typo there would starve nothing, silently."""
+    rest = {name for name, t in catalogue().items() if t.rest}
+    for did, spec in REGISTRY.items():
+        assert set(spec.reads.tables) <= rest, (did, set(spec.reads.tables) - rest)
+        assert set(spec.reads.endpoints) <= set(inputs.ENDPOINTS), did
+        for table in spec.reads.tables:
+            assert did in inputs.TABLE_FEEDS[table]
+        for endpoint in spec.reads.endpoints:
+            assert did in inputs.ENDPOINT_FEEDS[endpoint]

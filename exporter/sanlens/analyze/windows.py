@@ -18,17 +18,9 @@ from sanlens.diagnose.registry import REGISTRY
 # Any positive window makes a finding wait for a second interval (a single one spans 0 s).
 MIN_WINDOW_S = 0.001
 HOST = "host"  # the source kind of PerfMon logs; ONTAP sources are named by counter table
-# diagnosis -> the source kinds its subjects are judged from
+# diagnosis -> the source kinds its subjects are judged from (each spec's ``reads.offline``)
 FEEDS: dict[str, frozenset[str]] = {
-    "latency_slo": frozenset({HOST, "lun", "volume"}),
-    "san_oversubscription": frozenset({HOST}),
-    "host_queue_limited": frozenset({HOST}),
-    "lun_iops_ceiling": frozenset({HOST, "lun"}),
-    "volume_iops_ceiling": frozenset({"volume"}),
-    "cpu_domain_serial_bottleneck": frozenset({"system:node", "sysstat", "processor"}),
-    "volume_affinity_concentration": frozenset({"volume", "system:node", "sysstat"}),
-    "disk_busy_imbalance": frozenset({"disk", "disk:constituent", "raid"}),
-    "background_operation_impact": frozenset({"volume", "disk", "disk:constituent"}),
+    did: frozenset(spec.reads.offline) for did, spec in REGISTRY.items() if spec.reads.offline
 }
 
 

@@ -13,7 +13,7 @@ Read from the inventory: plexes' ``raid_groups[].degraded`` and
 from __future__ import annotations
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, labels
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads
 
 SPEC = DiagnosisSpec(
     id="aggregate_degraded",
@@ -37,6 +37,7 @@ SPEC = DiagnosisSpec(
         ),
     ),
     dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),
+    reads=Reads(endpoints=("/api/storage/aggregates", "/api/storage/aggregates/{uuid}/plexes")),
 )
 ID = SPEC.id
 

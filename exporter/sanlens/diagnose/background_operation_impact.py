@@ -18,7 +18,7 @@ from __future__ import annotations
 from sanlens.diagnose.base import Context, Observation, Thresholds, labels, ms
 from sanlens.diagnose.history import active_ops, affected_volumes, op_aggregate, volume_latency
 from sanlens.diagnose.numeric import clamp01
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 from sanlens.model import BackgroundOp
 
 SRC_CLARIION = (
@@ -79,6 +79,11 @@ SPEC = DiagnosisSpec(
     dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),
     ordered=(("latency_ratio_warning", "latency_ratio_critical"),),
     pages=True,
+    reads=Reads(
+        tables=("volume",),
+        endpoints=("/api/storage/aggregates", "/api/storage/aggregates/{uuid}/plexes"),
+        offline=("volume", "disk", "disk:constituent"),
+    ),
 )
 ID = SPEC.id
 

@@ -27,7 +27,7 @@ from sanlens.diagnose.base import (
     wafl_exempt,
 )
 from sanlens.diagnose.numeric import clamp01, num
-from sanlens.diagnose.spec import SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 from sanlens.model import NodeStats
 
 SPEC = DiagnosisSpec(
@@ -79,6 +79,7 @@ SPEC = DiagnosisSpec(
     dashboard=Dashboard("sanlens-ontap-cpu-domains", ("cluster", "node")),
     ordered=(("kahuna_warning_ratio", "serial_critical_ratio"),),
     pages=True,
+    reads=Reads(tables=("system:node",), offline=("system:node", "sysstat", "processor")),
 )
 ID = SPEC.id
 

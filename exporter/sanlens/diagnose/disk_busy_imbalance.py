@@ -22,7 +22,7 @@ import statistics
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, labels, pct
 from sanlens.diagnose.numeric import clamp01, num
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 from sanlens.model import DiskStats
 
 SRC_REALLOC = "ONTAP aggregate expansion case: new disks stay hot until reallocate runs"
@@ -75,6 +75,11 @@ SPEC = DiagnosisSpec(
     ),
     dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),
     ordered=(("min_max_busy_ratio", "critical_max_busy_ratio"),),
+    reads=Reads(
+        tables=("disk:constituent",),
+        endpoints=("/api/storage/aggregates", "/api/storage/aggregates/{uuid}/plexes", "/api/storage/disks"),
+        offline=("disk", "disk:constituent", "raid"),
+    ),
 )
 ID = SPEC.id
 NOT_DATA = frozenset({"spare", "broken", "unassigned", "maintenance", "unknown"})

@@ -10,7 +10,7 @@ what says so.
 from __future__ import annotations
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, labels
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads
 
 SPEC = DiagnosisSpec(
     id="disk_failed",
@@ -24,6 +24,7 @@ SPEC = DiagnosisSpec(
     fix="Replace the disk (`storage disk show -broken`); check that the aggregate has spares left.",
     evidence=(Evidence("broken_disks", "disks", "1 while the disk is broken", "broken disks"),),
     dashboard=Dashboard("sanlens-disks", ("cluster",)),
+    reads=Reads(endpoints=("/api/storage/disks",)),
 )
 ID = SPEC.id
 

@@ -11,7 +11,7 @@ are not: nothing was lost.
 from __future__ import annotations
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, labels
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads
 
 DOWN = frozenset({"link_disconnected", "offlined_by_system"})
 
@@ -30,6 +30,7 @@ SPEC = DiagnosisSpec(
     ),
     dashboard=Dashboard("sanlens-io-path", ("cluster",)),
     pages=True,
+    reads=Reads(endpoints=("/api/network/fc/ports",)),
 )
 ID = SPEC.id
 

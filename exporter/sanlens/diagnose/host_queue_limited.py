@@ -33,7 +33,15 @@ from sanlens.diagnose.front_end import FrontEnd, front_end
 from sanlens.diagnose.host_advice import queue_depth_fix, spread_how
 from sanlens.diagnose.latency_slo import class_level
 from sanlens.diagnose.numeric import clamp01, num, total, weighted_latency
-from sanlens.diagnose.spec import SRC_LUN_STUDY, SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import (
+    SRC_LUN_STUDY,
+    SRC_WAFFINITY,
+    Dashboard,
+    DiagnosisSpec,
+    Evidence,
+    Reads,
+    Threshold,
+)
 from sanlens.model import HostDiskStats
 
 SPEC = DiagnosisSpec(
@@ -156,6 +164,11 @@ SPEC = DiagnosisSpec(
     pages=True,
     # the fix (queue depth, paths, more LUNs) is made per host
     incident_by=("cluster", "host"),
+    reads=Reads(
+        tables=("lun", "namespace", "system:node", "iscsi_lif", "nvmf_lif"),
+        endpoints=("/api/network/ip/interfaces",),
+        offline=("host",),
+    ),
 )
 ID = SPEC.id
 PORT_LIMIT = 2048  # outstanding commands per FC target port

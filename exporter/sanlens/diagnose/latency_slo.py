@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, lun_key, lun_labels, ms, of_disk
 from sanlens.diagnose.numeric import clamp01, worst_latency
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 
 SRC_LATENCY = (
     "Microsoft SQL Server storage guidance: data files 10 ms good / 20 ms poor, "
@@ -94,6 +94,7 @@ SPEC = DiagnosisSpec(
     ordered=tuple((f"{c}_warning_seconds", f"{c}_critical_seconds") for c in CLASSES),
     pages=True,
     symptom=True,
+    reads=Reads(offline=("host", "lun", "volume")),
 )
 ID = SPEC.id
 

@@ -16,7 +16,7 @@ from sanlens.diagnose import iops_ceiling
 from sanlens.diagnose.base import Context, Observation, Thresholds, disk_key, disk_labels, of_lun
 from sanlens.diagnose.host_advice import spread_how
 from sanlens.diagnose.numeric import total
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads
 from sanlens.model import OntapVersion
 
 SPEC = DiagnosisSpec(
@@ -51,6 +51,7 @@ SPEC = DiagnosisSpec(
     ),
     dashboard=Dashboard("sanlens-lun-volume", ("cluster", "svm", "volume")),
     ordered=iops_ceiling.ORDERED,
+    reads=Reads(tables=("lun", "namespace"), offline=("host", "lun")),
 )
 ID = SPEC.id
 

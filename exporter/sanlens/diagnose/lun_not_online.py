@@ -13,7 +13,7 @@ and ``space.available``).
 from __future__ import annotations
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, of_lun, pct
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 
 SRC_SPACE = "ONTAP: a thin (non-space-reserved) LUN goes offline when its volume runs out of space"
 
@@ -46,6 +46,7 @@ SPEC = DiagnosisSpec(
     pages=True,
     # LUNs go offline per volume (it filled, it went offline): one incident per volume
     incident_by=("cluster", "svm", "volume"),
+    reads=Reads(endpoints=("/api/storage/namespaces",)),
 )
 ID = SPEC.id
 

@@ -25,7 +25,7 @@ from sanlens.diagnose.front_end import FrontEnd, front_end
 from sanlens.diagnose.host_advice import fabric_checks
 from sanlens.diagnose.latency_slo import HOST_LATENCY, class_level
 from sanlens.diagnose.numeric import clamp01, num, total, weighted_latency, worst_latency
-from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 from sanlens.model import HostDiskStats
 
 SRC_MS_OVERSUB = (
@@ -139,6 +139,11 @@ SPEC = DiagnosisSpec(
     pages=True,
     # the disks of one host share its HBAs, fabric and front-end ports: one root cause
     incident_by=("cluster", "host"),
+    reads=Reads(
+        tables=("lun", "namespace", "disk:constituent", "fcp", "iscsi_lif", "nvmf_lif"),
+        endpoints=("/api/network/fc/ports", "/api/network/ip/interfaces", "/api/network/ethernet/ports"),
+        offline=("host",),
+    ),
 )
 ID = SPEC.id
 

@@ -72,6 +72,20 @@ class Dashboard:
 
 
 @dataclass(frozen=True, slots=True)
+class Reads:
+    """What a diagnosis reads, declared once: ``/diagnoses/inputs`` (which missing input starves
+    which diagnosis) and ``sanlens analyze`` (which timelines set its windows) derive from it."""
+
+    # REST counter tables whose absence (or a missing counter) starves its judgement or its evidence
+    tables: tuple[str, ...] = ()
+    # REST collections whose refusal starves it
+    endpoints: tuple[str, ...] = ()
+    # the timelines ``sanlens analyze`` judges it from: "host" (a host's disk counters), counter
+    # tables, "sysstat" (``sysstat -M``), "processor"; empty: every input
+    offline: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class DiagnosisSpec:
     id: str
     title: str
@@ -95,6 +109,7 @@ class DiagnosisSpec:
     # The labels that make findings of this diagnosis one incident (one root cause), e.g. every
     # disk of a host behind one over-subscribed front end; empty: each subject is its own incident.
     incident_by: tuple[str, ...] = ()
+    reads: Reads = Reads()
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.thresholds]

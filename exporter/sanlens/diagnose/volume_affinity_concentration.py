@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, kahuna, labels, pct, wafl_exempt
 from sanlens.diagnose.numeric import clamp01, num, total
-from sanlens.diagnose.spec import SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import SRC_WAFFINITY, Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 
 SPEC = DiagnosisSpec(
     id="volume_affinity_concentration",
@@ -71,6 +71,11 @@ SPEC = DiagnosisSpec(
         Evidence("wafl_exempt_per_core_ratio", "ratio of one core", "wafl_exempt / (N_cpu - 1)"),
     ),
     dashboard=Dashboard("sanlens-ontap-cpu-domains", ("cluster", "node")),
+    reads=Reads(
+        tables=("volume", "system:node"),
+        endpoints=("/api/storage/aggregates",),
+        offline=("volume", "system:node", "sysstat"),
+    ),
 )
 ID = SPEC.id
 

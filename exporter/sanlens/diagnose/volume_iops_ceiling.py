@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from sanlens.diagnose import iops_ceiling
 from sanlens.diagnose.base import Context, Observation, Thresholds, labels, volume_key
 from sanlens.diagnose.numeric import num, total
-from sanlens.diagnose.spec import SRC_LUN_STUDY, Dashboard, DiagnosisSpec, Evidence, Threshold
+from sanlens.diagnose.spec import SRC_LUN_STUDY, Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 from sanlens.model import OntapVersion
 
 SPEC = DiagnosisSpec(
@@ -62,6 +62,7 @@ SPEC = DiagnosisSpec(
     ),
     dashboard=Dashboard("sanlens-lun-volume", ("cluster", "svm", "volume")),
     ordered=iops_ceiling.ORDERED,
+    reads=Reads(tables=("volume",), offline=("volume",)),
 )
 ID = SPEC.id
 

@@ -9,42 +9,36 @@ evaluated (or evaluated without some evidence) because of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from sanlens.diagnose.registry import REGISTRY
+from sanlens.diagnose.spec import Reads
+from sanlens.ontap.catalogue import catalogue
+
+# REST collections polled beyond the counter tables: each refusal is reported, starving or not
+ENDPOINTS = (
+    "/api/storage/aggregates",
+    "/api/storage/aggregates/{uuid}/plexes",
+    "/api/storage/disks",
+    "/api/storage/namespaces",
+    "/api/network/fc/ports",
+    "/api/network/ip/interfaces",
+    "/api/network/ethernet/ports",
+    "/api/storage/availability-zones",
+)
+
+
+def _fed_by(name: str, declared: Callable[[Reads], tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(did for did, spec in REGISTRY.items() if name in declared(spec.reads))
+
 
 # counter table -> the diagnoses that read it (whole judgement, or part of their evidence)
 TABLE_FEEDS: dict[str, tuple[str, ...]] = {
-    "lun": ("lun_iops_ceiling", "san_oversubscription", "host_queue_limited"),
-    "namespace": ("lun_iops_ceiling", "san_oversubscription", "host_queue_limited"),
-    "volume": ("volume_iops_ceiling", "volume_affinity_concentration", "background_operation_impact"),
-    "system:node": ("cpu_domain_serial_bottleneck", "volume_affinity_concentration", "host_queue_limited"),
-    "disk:constituent": ("disk_busy_imbalance", "san_oversubscription"),
-    "fcp": ("san_oversubscription",),
-    "iscsi_lif": ("san_oversubscription", "host_queue_limited"),
-    "nvmf_lif": ("san_oversubscription", "host_queue_limited"),
-    "fcp_lif": (),
-    "wafl": (),
+    name: _fed_by(name, lambda r: r.tables) for name, t in catalogue().items() if t.rest
 }
 # REST endpoint -> the diagnoses that need what it returns
-ENDPOINT_FEEDS: dict[str, tuple[str, ...]] = {
-    "/api/storage/aggregates": (
-        "disk_busy_imbalance",
-        "aggregate_degraded",
-        "background_operation_impact",
-        "volume_affinity_concentration",
-    ),
-    "/api/storage/aggregates/{uuid}/plexes": (
-        "aggregate_degraded",
-        "background_operation_impact",
-        "disk_busy_imbalance",
-    ),
-    "/api/storage/disks": ("disk_failed", "disk_busy_imbalance"),
-    "/api/storage/namespaces": ("lun_not_online",),
-    "/api/network/fc/ports": ("fc_port_down", "san_oversubscription"),
-    "/api/network/ip/interfaces": ("san_oversubscription", "host_queue_limited"),
-    "/api/network/ethernet/ports": ("san_oversubscription",),
-    "/api/storage/availability-zones": (),
-}
+ENDPOINT_FEEDS: dict[str, tuple[str, ...]] = {e: _fed_by(e, lambda r: r.endpoints) for e in ENDPOINTS}
 # what no statistics field carries, and what an ASA r2 system does not have
 STATISTICS_LACK: dict[str, str] = {
     "cpu_domain_serial_bottleneck": "the statistics fields carry no CPU domains (counter table system:node)",
