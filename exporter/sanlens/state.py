@@ -32,6 +32,15 @@ answer would hold a poll forever; only an overall deadline bounds it."""
 MIN_POLL_DEADLINE_S = 2.0
 """Floor of that deadline, so that a test or demo interval of a second or two does not
 abandon polls that merely take longer than the interval."""
+
+
+def poll_budget(
+    interval: float, ratio: float = POLL_DEADLINE_RATIO, floor: float = MIN_POLL_DEADLINE_S
+) -> float:
+    """Seconds a poll of ``interval`` may run: a share of the interval, not below the floor."""
+    return max(interval * ratio, floor)
+
+
 MIN_INTERVAL_S = 0.1
 """A shorter interval (or zero, negative, NaN) is read as this, so a poller never spins."""
 BACKOFF_MAX_INTERVALS = 2.0
@@ -317,7 +326,7 @@ class Poller(threading.Thread):
 
     def deadline(self, interval: float) -> float:
         """Seconds a poll may run: a share of the interval, not below ``min_deadline``."""
-        return max(interval * self.deadline_ratio, self.min_deadline)
+        return poll_budget(interval, self.deadline_ratio, self.min_deadline)
 
     def halt(self) -> None:
         """Stop polling. From its return on, no poll of this poller writes to the state."""

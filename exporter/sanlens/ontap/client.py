@@ -38,7 +38,7 @@ from sanlens.config import OntapTarget
 from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SourceError
 from sanlens.model import OntapVersion
-from sanlens.state import MIN_POLL_DEADLINE_S, POLL_DEADLINE_RATIO
+from sanlens.state import poll_budget
 from sanlens.trust import Trust
 
 log = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ class OntapClient:
         By default that is the deadline the poller gives a poll of this target's interval
         (``sanlens.state``), counted from now: the poll calls this as it starts.
         """
-        budget = max(float(self.target.poll_interval) * POLL_DEADLINE_RATIO, MIN_POLL_DEADLINE_S)
+        budget = poll_budget(float(self.target.poll_interval))
         if deadline is None:
             deadline = time.monotonic() + budget
         else:
