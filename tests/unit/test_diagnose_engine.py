@@ -383,3 +383,12 @@ def test_over_subscription_quotes_the_front_end_ports_of_the_luns_node() -> None
     assert over["evidence"]["fc_port_queue_full_per_second"] == pytest.approx(900 / 60)
     assert over["evidence"]["fc_port_utilization_ratio"] == pytest.approx(400e6 / 16e8)
     assert "15 queue-full responses/s" in over["recommendation"]
+
+
+def test_fix_texts_write_absurd_numbers_short_and_keep_real_ones() -> None:
+    from sanlens.diagnose.base import compact_numbers
+
+    assert compact_numbers(f"runs {1e300:.0f} IOPS") == "runs 1e+300 IOPS"
+    assert compact_numbers("runs 950000 IOPS on lun-12345678901234 at 0.75 ms") == (
+        "runs 950000 IOPS on lun-12345678901234 at 0.75 ms"
+    )

@@ -12,7 +12,6 @@ windows come from the real time each diagnosis has data for
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,21 +125,6 @@ def engine_config(config: Config | None, windows: dict[str, tuple[float, float]]
     )
 
 
-_LONG_NUMBER = re.compile(r"(?<![\w.])-?\d{13,}(?:\.\d+)?(?![\w.])")
-
-
-def compact_numbers(text: str) -> str:
-    """``text`` with absurdly long numbers (``{:.0f}`` of 1e300) written as ``1e+300``."""
-    return _LONG_NUMBER.sub(lambda m: f"{float(m[0]):.3g}", text)
-
-
-def _compacted(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    for d in found:
-        if isinstance(d.get("recommendation"), str):
-            d["recommendation"] = compact_numbers(d["recommendation"])
-    return found
-
-
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
 def finish(
     results: list[Analysis],
@@ -178,7 +162,7 @@ def finish(
         rec.observe(engine, snap.timestamp)
         if tick is not None:
             tick(1)
-    found = _compacted(rec.finish(engine))
+    found = rec.finish(engine)
     warnings: list[str] = []
     by_path = {str(inp.path): r for r, inp in zip(ontap_results, ontap, strict=True)}
     for st in cooker.series.values():  # each series under the input it was first cooked from

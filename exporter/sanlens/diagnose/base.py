@@ -7,6 +7,7 @@ The engine turns those levels into states with sustain and hysteresis.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from types import MappingProxyType
@@ -125,6 +126,18 @@ def ms(seconds: float | None) -> str:
 
 def pct(ratio: float | None) -> str:
     return "n/a" if ratio is None else f"{ratio * 100:.0f} %"
+
+
+# a number standing alone, not part of a name (lun-1234567890123, a serial, a path)
+_LONG_NUMBER = re.compile(r"(?<![\w.\-/:])-?\d{13,}(?:\.\d+)?(?![\w.\-/:])")
+
+
+def compact_numbers(text: str) -> str:
+    """``text`` with absurdly long numbers (``{:.0f}`` of 1e300) written as ``1e+300``.
+
+    Counter values near the float maximum are garbage, but a fix text quoting one must stay a
+    sentence a storage engineer can read, live and offline alike."""
+    return _LONG_NUMBER.sub(lambda m: f"{float(m[0]):.3g}", text)
 
 
 def serial_domains(node: NodeStats) -> dict[str, float]:

@@ -37,7 +37,7 @@ from typing import Any
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose import background_operation_impact
 from sanlens.diagnose.attribution import Attribution, Seen, attribute, resolve_path
-from sanlens.diagnose.base import LABELS, Context, Observation
+from sanlens.diagnose.base import LABELS, Context, Observation, compact_numbers
 from sanlens.diagnose.history import History
 from sanlens.diagnose.numeric import num
 from sanlens.diagnose.registry import MODULES, REGISTRY, SEVERITY, relax, resolve, windows
@@ -120,7 +120,7 @@ class Track:
         self.score = min(max(float(o.score), 0.0), 1.0) if math.isfinite(o.score) else 0.0
         self.evidence = {k: v for k, raw in o.evidence.items() if (v := num(raw)) is not None}
         if o.recommendation:
-            self.recommendation = o.recommendation
+            self.recommendation = compact_numbers(o.recommendation)
 
 
 @dataclass(slots=True)
