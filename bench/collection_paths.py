@@ -24,7 +24,6 @@ from typing import Any
 
 from poll_scale import _free_port, _start_simulator  # the same simulator start-up as the poll benchmark
 from sanlens.config import Duration, OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -43,7 +42,7 @@ def measure(args: argparse.Namespace, collection: str) -> dict[str, Any]:
         target = OntapTarget(
             name="bench", url=f"http://127.0.0.1:{port}", poll_interval=Duration(60.0), collection=collection
         )
-        source = OntapSource(target, LunDirectory())
+        source = OntapSource(target)
         counts = {"requests": 0, "bytes": 0}
 
         def count(resp: Any, *_a: Any, **_k: Any) -> None:

@@ -28,7 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import gc, json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from sanlens.config_load import load_config
+try:
+    from sanlens.config.load import load_config
+except ImportError:  # a tree from before the config package
+    from sanlens.config_load import load_config
 from sanlens.errors import ConfigErrors
 gc.collect()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

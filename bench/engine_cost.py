@@ -30,7 +30,7 @@ from sanlens.diagnose.base import Context
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import MODULES, resolve
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory
+from sanlens.join_stage import JoinStage
 from sanlens.model import Snapshot
 from sanlens.ontap.collector import OntapSource
 from soak import add_scale_arguments
@@ -56,16 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     sim = _start_simulator(args, port)
     url = f"http://127.0.0.1:{port}"
     try:
-        directory = LunDirectory()
-        ontap = OntapSource(OntapTarget(name="big", url=url, poll_interval=Duration(60)), directory)
+        join = JoinStage()  # as the exporter's pipeline joins each poll
+        ontap = OntapSource(OntapTarget(name="big", url=url, poll_interval=Duration(60)))
         with urllib_open(f"{url}/-/sim/state") as state:
             hosts = [str(h) for h in state.get("hosts", [])]
-        host_sources = [
-            make_host_source(HostTarget(name=h, url=f"{url}/windows/{h}/metrics"), directory) for h in hosts
-        ]
+        host_sources = [make_host_source(HostTarget(name=h, url=f"{url}/windows/{h}/metrics")) for h in hosts]
         snaps: list[Snapshot] = []
         for _ in range(2):
-            snaps = [ontap.poll()] + [h.poll() for h in host_sources]
+            snaps = [join.apply(ontap.poll())] + [join.apply(h.poll()) for h in host_sources]
             time.sleep(1.0)
     finally:
         sim.kill()

@@ -26,7 +26,6 @@ from typing import Any
 from collection_paths import _cpu_s  # the simulator-side CPU reading of the collection-path benchmark
 from poll_scale import _free_port
 from sanlens.config import OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.ontap.harvest_source import HarvestSource
 
 
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             except OSError:
                 pass
             time.sleep(1)
-        src = HarvestSource(OntapTarget(name="big", url=url, source="prometheus"), LunDirectory())
+        src = HarvestSource(OntapTarget(name="big", url=url, source="prometheus"))
         got = {"bytes": 0}
         src.client.session.hooks["response"].append(
             lambda r, *_a, **_k: got.__setitem__("bytes", got["bytes"] + len(r.content))

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from sanlens.config import Duration, OntapTarget
 from sanlens.exposition import Exposition
-from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
 from sanlens.state import State
 
@@ -83,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     sim = _start_simulator(args, port)
     try:
         target = OntapTarget(name="bench", url=f"http://127.0.0.1:{port}", poll_interval=Duration(60.0))
-        source = OntapSource(target, LunDirectory())
+        source = OntapSource(target)
         state = State()
         state.register(source.name, source.kind, target.poll_interval)
         cpu: list[float] = []

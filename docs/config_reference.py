@@ -2,7 +2,7 @@
 
 One table per mapping of the config file (keys, types, defaults, what is allowed, what
 each key is), then the rules across its keys, all read from the pydantic models of
-``exporter/sanlens/config.py``: their JSON Schema (``sanlens.config_schema``, the same
+``exporter/sanlens/config/``: their JSON Schema (``sanlens.config.schema``, the same
 the chart's values schema is made of) and their ``RULES``. The rest of the page is
 written by hand; ``docs/build.py`` replaces only the block between the markers.
 """
@@ -16,22 +16,32 @@ from typing import Any
 from pydantic import BaseModel
 
 from sanlens.config import DURATION_PATTERN, PATTERN_HELP, Config, format_seconds
-from sanlens.config_rules import RuledModel
-from sanlens.config_schema import config_json_schema
+from sanlens.config.rules import Ruled
+from sanlens.config.schema import config_json_schema
 
 BEGIN = (
-    "<!-- generated:config-keys by docs/build.py from the config model (exporter/sanlens/config.py);"
+    "<!-- generated:config-keys by docs/build.py from the config model (exporter/sanlens/config/);"
     " edit the model, then run `.venv/bin/python docs/build.py` -->"
 )
 END = "<!-- /generated:config-keys -->"
 
 
-def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
-    """The model a field holds, and whether as a list of them."""
-    for arg in (annotation, *typing.get_args(annotation)):
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg, arg is not annotation
-    return None, False
+def _models_of(annotation: Any) -> tuple[list[type[BaseModel]], bool]:
+    """The models a field holds (each member of a union of them), and whether as a list."""
+    listed = typing.get_origin(annotation) is list
+    inner = typing.get_args(annotation)[0] if listed else annotation
+    if typing.get_origin(inner) is typing.Annotated:
+        inner = typing.get_args(inner)[0]
+    members = [
+        typing.get_args(m)[0] if typing.get_origin(m) is typing.Annotated else m
+        for m in typing.get_args(inner)
+    ]
+    found = [m for m in members or [inner] if isinstance(m, type) and issubclass(m, BaseModel)]
+    return found, listed
+
+
+def _source(model: type[BaseModel]) -> str:
+    return str(typing.get_args(model.model_fields["source"].annotation)[0])
 
 
 def _types(prop: dict[str, Any]) -> list[str]:
@@ -71,7 +81,7 @@ def _value(value: Any, duration: bool) -> str:
 
 def _allowed(prop: dict[str, Any]) -> str:
     duration = prop.get("pattern") == DURATION_PATTERN
-    parts: list[str] = []
+    parts: list[str] = [f"`{prop['const']}`"] if "const" in prop else []
     if "enum" in prop:
         parts.append(", ".join(f"`{v}`" for v in prop["enum"] if v is not None))
     if "enum" in prop.get("items", {}):
@@ -114,16 +124,21 @@ def _table(model: type[BaseModel], schema: dict[str, Any], anchors: dict[type[Ba
         else:
             default = ""
         kind = _type(prop)
-        sub, _ = _model_of(model.model_fields[name].annotation)
-        if sub is not None:
-            kind = f"[{kind}](#{anchors[sub]})"
+        subs, _ = _models_of(model.model_fields[name].annotation)
+        if subs:
+            kind = (
+                f"[{kind}](#{anchors[subs[0]]})"
+                if len(subs) == 1
+                else "list of mappings, by `source`: "
+                + ", ".join(f"[{_source(sub)}](#{anchors[sub]})" for sub in subs)
+            )
         allowed = _allowed(prop)
         if name == "thresholds":  # the registry's: every diagnosis id, its thresholds and windows
             allowed = "per diagnosis id: its thresholds, `sustain_seconds`, `exit_seconds`"
         lines.append(
             f"| `{name}` | {kind} | {default} | {_cell(allowed)} | {_cell(prop.get('description', ''))} |"
         )
-    rules = model.RULES if issubclass(model, RuledModel) else ()
+    rules = model.RULES if issubclass(model, Ruled) else ()
     if rules:
         lines += ["", "Rules across these keys:", ""]
         lines += [f"- {rule.describe()}" for rule in rules]
@@ -140,16 +155,22 @@ def _sections() -> list[tuple[list[str], type[BaseModel], dict[str, Any]]]:
     """(the key paths it is at, model, its schema), in the order of the file, each model once."""
     out: dict[type[BaseModel], tuple[list[str], type[BaseModel], dict[str, Any]]] = {}
 
-    def walk(path: str, model: type[BaseModel], schema: dict[str, Any]) -> None:
+    def walk(path: str, model: type[BaseModel], schema: dict[str, Any], label: str = "") -> None:
         if model in out:
-            out[model][0].append(path)
+            if path not in out[model][0]:
+                out[model][0].append(path)
             return
-        out[model] = ([path], model, schema)
+        out[model] = ([label or path], model, schema)
         for name, prop in schema["properties"].items():
-            sub, listed = _model_of(model.model_fields[name].annotation)
-            if sub is not None:
-                where = f"{path}.{name}" if path else name
-                walk(f"{where}[]" if listed else where, sub, prop["items"] if listed else prop)
+            subs, listed = _models_of(model.model_fields[name].annotation)
+            where = f"{path}.{name}" if path else name
+            where = f"{where}[]" if listed else where
+            inner = prop["items"] if listed else prop
+            for i, sub in enumerate(subs):
+                if len(subs) == 1:
+                    walk(where, sub, inner)
+                else:  # a union by source: one section per member
+                    walk(where, sub, inner["oneOf"][i], f"{where} with source: {_source(sub)}")
 
     walk("", Config, config_json_schema())
     return list(out.values())

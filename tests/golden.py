@@ -75,7 +75,7 @@ def render() -> str:
     clock = Clock(START)
     # Every `time.time()` the simulator, the sources, the engine and the state read is the clock, and
     # so is `time.monotonic()` (the receive clock, sanlens.freshness, runs on it); the pollers are not
-    # started: each poll is run here, in order, and recorded as a poller would.
+    # started: each poll is run here, in order, and handed to the pipeline as a poller would.
     with mock.patch("time.time", clock), mock.patch("time.monotonic", clock):
         sim = Simulator(scenario=SCENARIO, clock=clock).start()
         try:
@@ -93,7 +93,7 @@ def render() -> str:
                                 source.name, source.kind, e.reason, str(e), POLL_DURATION
                             )
                         else:
-                            exporter.state.record_success(snap, POLL_DURATION)
+                            exporter.pipeline.record_success(snap, POLL_DURATION)
                     exporter.engine.evaluate_pending()  # as the engine thread does after each round
                 exporter.server.exposition.refresh()  # the renderer thread may not have run yet
                 url = f"http://127.0.0.1:{exporter.port}/metrics"

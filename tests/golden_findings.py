@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+from tests.joining import joined
+
 from golden import Clock
 from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
@@ -74,14 +76,17 @@ def scenario_findings(name: str) -> list[list[dict[str, Any]]]:
         Simulator(scenario=name, clock=clock) as sim,
     ):
         directory = LunDirectory()
-        sources: list[Any] = [OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), directory)]
+        sources: list[Any] = [joined(OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url)), directory)]
         sources += [
-            make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics"), directory)
+            joined(make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics")), directory)
             for h in sim.hosts
         ]
         sources += [
-            make_host_source(
-                HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics"), directory
+            joined(
+                make_host_source(
+                    HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics")
+                ),
+                directory,
             )
             for h in sim.linux_hosts
         ]

@@ -9,6 +9,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from tests.joining import joined
 
 from golden import Clock
 from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
@@ -27,7 +28,7 @@ def rest_view(scenario: str, knobs: dict[str, Any], with_inventory: bool = False
     (view, cluster), and its namespace inventory (svm, lun path, uuid, ...) ``with_inventory``."""
     clock = Clock(T0)
     with Simulator(scenario=scenario, clock=clock, **knobs) as sim:
-        src = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), LunDirectory())
+        src = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url))
         src.clock = clock  # type: ignore[assignment]
         src.poll()
         clock.t += 60.0
@@ -58,7 +59,7 @@ def diagnose(
     ):
         directory = LunDirectory()
         # namespaces join by UUID, which the view does not carry: the REST inventory's, published as is
-        rest = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), LunDirectory())
+        rest = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url))
         rest.poll()
         uuids = {(x["svm"], x["lun"]): x["uuid"] for x in rest.inventory.namespaces}
         rest.close()
@@ -73,11 +74,14 @@ def diagnose(
             ],
         )  # fmt: skip
         hosts = [
-            make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics"), directory)
+            joined(make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics")), directory)
             for h in sim.hosts
         ] + [
-            make_host_source(
-                HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics"), directory
+            joined(
+                make_host_source(
+                    HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics")
+                ),
+                directory,
             )
             for h in sim.linux_hosts
         ]

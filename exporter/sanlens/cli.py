@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from sanlens import __version__, cliargs
 from sanlens.config import Config
-from sanlens.config_load import check_config
+from sanlens.config.load import check_config
 from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
 from sanlens.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
 from sanlens.optional import ANALYZE, SIMULATOR, MissingPart, Part, load
@@ -69,7 +69,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     web = None
     web_config_file = args.web_config_file or os.environ.get(ENV_WEB_CONFIG_FILE) or None
     if web_config_file:
-        from sanlens.web_config import WebSecurity
+        from sanlens.web_security import WebSecurity
 
         web = WebSecurity(web_config_file)  # a bad file exits 2 before anything listens
     listen = args.listen or env_listen() or cfg.listen

@@ -6,16 +6,22 @@ sent nothing yet, then an idle keep-alive one, then one whose request is still t
 oldest first within a phase. A connection whose request is being answered is never closed.
 So silent or slow sockets cannot lock Prometheus or a health probe out. One address may hold
 only so many: at that bound, only its own connections make room for it.
+
+Also here: the socket-level helpers the event loop uses on a connection before HTTP starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import socket
+import ssl
 import sys
 import time
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 # What a connection is doing, which orders who makes room when the table is full: lowest first.
 CLOSING = -1  # answered an error, reading what the client still sends: nothing to lose
@@ -127,3 +133,37 @@ def fd_cap() -> int:
         return sys.maxsize
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     return sys.maxsize if soft == resource.RLIM_INFINITY else max(soft // 2, 16)
+
+
+async def peek(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> bytes:
+    """The connection's first byte, left in the socket for the TLS layer to read."""
+    while True:
+        try:
+            return conn.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            ready: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(conn.fileno(), _wake, ready)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(conn.fileno())
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def drain(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
+    """Read and drop what the client still sends until it closes."""
+    while await loop.sock_recv(conn, 4096):
+        pass
+
+
+def quiet_exceptions(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Clients that vanish mid-handshake or mid-response are routine: a debug line, no traceback."""
+    exc = context.get("exception")
+    if isinstance(exc, OSError | ssl.SSLError | TimeoutError):
+        log.debug("connection: %s", exc)
+        return
+    loop.default_exception_handler(context)

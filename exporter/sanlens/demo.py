@@ -89,7 +89,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from sanlens.runtime import Exporter, wait_for_signal
 
     load("sanlens_sim", "demo", SIMULATOR)  # installed? else one line saying how to install it
-    from sanlens_sim.scenarios import KnobError
+    from sanlens_sim.scenario_base import KnobError
     from sanlens_sim.server import Simulator
 
     knobs = {}

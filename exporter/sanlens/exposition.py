@@ -37,7 +37,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from zlib_ng import zlib_ng
 
 from sanlens import __version__
+from sanlens.join import LunDirectory
 from sanlens.model import Metric
+from sanlens.pipeline import Engine
 from sanlens.state import State
 
 log = logging.getLogger(__name__)
@@ -60,9 +62,10 @@ _FINAL_EMPTY_BLOCK = b"\x03\x00"  # a final, empty fixed-Huffman block: ends the
 class _SelfCollector(Collector):
     """sanlens' own health families, rendered with every body (they change with each poll)."""
 
-    def __init__(self, state: State, dropped: Mapping[str, int]) -> None:
+    def __init__(self, state: State, dropped: Mapping[str, int], directory: LunDirectory | None) -> None:
         self.state = state
         self.dropped = dropped
+        self.directory = directory
 
     def collect(self) -> Iterator[PromMetric]:
         status = self.state.view()[1]
@@ -114,7 +117,7 @@ class _SelfCollector(Collector):
             for name, n in sorted(self.dropped.items()):
                 dropped.add_metric([name, "label_value_too_long"], float(n))
             yield dropped
-        found = self.state.directory.ambiguous() if self.state.directory is not None else []
+        found = self.directory.ambiguous() if self.directory is not None else []
         if found:  # none in a normal estate: no family at all
             ambiguous = GaugeMetricFamily(
                 "sanlens_lun_join_ambiguous",
@@ -264,8 +267,16 @@ class Exposition:
     them; only the engine's and sanlens' own small families are rendered every time.
     """
 
-    def __init__(self, state: State, *, release_series: bool = False) -> None:
+    def __init__(
+        self,
+        state: State,
+        *,
+        engine: Engine | None = None,
+        directory: LunDirectory | None = None,
+        release_series: bool = False,
+    ) -> None:
         self.state = state
+        self.engine = engine  # its findings' families, rendered with every body
         self.release_series = release_series
         self._snap_cache: dict[str, tuple[int, dict[str, tuple[Metric, Piece, int]]]] = {}
         # snapshot -> label names -> that snapshot's rendered label sets, from its last render
@@ -280,7 +291,7 @@ class Exposition:
         self.dropped: dict[str, int] = {}
         self._dropped_logged: set[str] = set()
         self._self = CollectorRegistry(auto_describe=False)
-        self._self.register(_SelfCollector(state, self.dropped))
+        self._self.register(_SelfCollector(state, self.dropped, directory))
         self._process = CollectorRegistry(auto_describe=False)
         ProcessCollector(registry=self._process)
         self.renders = 0
@@ -361,7 +372,7 @@ class Exposition:
                 del self._snap_cache[gone]
                 self._label_texts.pop(gone, None)
                 self._count_dropped(gone, ())
-            engine = self.state.engine
+            engine = self.engine
             if engine is not None:
                 caches: dict[tuple[str, ...], LabelText] = {}
                 for m in engine.metrics():

@@ -41,7 +41,7 @@ from sanlens import cliargs
 from sanlens.errors import ConfigError
 
 if TYPE_CHECKING:  # the web config module loads bcrypt: only when a web config is given
-    from sanlens.web_config import TLSServerConfig
+    from sanlens.config.web import TLSFile as TLSServerConfig
 
 ENV_LISTEN = "SANLENS_LISTEN"
 ENV_WEB_CONFIG_FILE = "SANLENS_WEB_CONFIG_FILE"
@@ -149,7 +149,7 @@ def check(args: argparse.Namespace) -> Outcome:
     tls: TLSServerConfig | None = None
     users = False
     if web_file:
-        from sanlens.web_config import parse_web_config
+        from sanlens.config.web import parse_web_config
 
         text = _read(web_file, "web config").decode("utf-8", errors="replace")
         cfg = parse_web_config(text, web_file)

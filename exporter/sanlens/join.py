@@ -1,7 +1,7 @@
 """The host ↔ array join: which ONTAP LUN backs which host disk.
 
-ONTAP collectors publish their LUN and NVMe namespace inventory here; host sources look
-disks up by LUN serial (Windows reports it as the disk's serial), by SCSI WWID (Linux:
+The join stage (``sanlens.join_stage``) publishes here the LUN and NVMe namespace inventory
+each ONTAP poll returns, and looks the disks of each host poll up by LUN serial (Windows reports it as the disk's serial), by SCSI WWID (Linux:
 ``3600a0980`` + the hex of the serial, exact where serials differ only in letter case), by
 the NVMe namespace identifier Linux reports (``uuid.`` + the namespace UUID), or by
 (cluster, svm, LUN path) for static mappings.
@@ -23,24 +23,13 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from sanlens.model import OntapView, Snapshot
+from sanlens.model import DiskIdentity, LunIdentity, OntapView, Snapshot
+
+__all__ = ["Ambiguity", "JoinedDisk", "LunDirectory", "LunIdentity", "join_disk"]
 
 log = logging.getLogger(__name__)
 
 ONLINE = "online"
-
-
-@dataclass(frozen=True, slots=True)
-class LunIdentity:
-    cluster: str
-    svm: str
-    volume: str
-    lun: str  # path, e.g. /vol/sql_data/lun0
-    serial: str = ""
-    node: str = ""
-    state: str = ""  # ONTAP status.state from the inventory; '' when unknown
-    kind: str = "lun"  # lun | namespace (an NVMe namespace: no serial, joined by its UUID)
-    uuid: str = ""  # the namespace UUID a host reports (Linux wwid ``uuid.<uuid>``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +86,7 @@ class LunDirectory:
                 del self._ambiguous[serial]
 
     def observe(self, snapshot: Snapshot) -> None:
-        """Note which LUNs of a cluster served I/O in its latest poll (a state observer)."""
+        """Note which LUNs of a cluster served I/O in its latest poll."""
         view = snapshot.view
         if not isinstance(view, OntapView):
             return
@@ -188,6 +177,49 @@ class LunDirectory:
 
     def __len__(self) -> int:
         return len(self._by_serial) + len(self._by_nsid)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedDisk:
+    """The ONTAP LUN a host disk joins, as ``sanlens_host_disk_info`` and ``HostDiskStats`` carry it."""
+
+    lun_serial: str = ""
+    cluster: str = ""
+    svm: str = ""
+    volume: str = ""
+    lun: str = ""
+    mapping: str = "none"  # serial | static | none
+
+
+def join_disk(directory: LunDirectory | None, key: DiskIdentity) -> JoinedDisk:
+    """Where ``key`` joins; precedence: a static entry's LUN, then WWID (Linux) or serial, then none.
+
+    ``directory`` None: what the host and its config alone say (a static entry's LUN path,
+    without the inventory's volume and serial).
+    """
+    if key.static:
+        ident = directory.by_path(key.cluster, key.svm, key.lun) if directory and key.cluster else None
+        return JoinedDisk(
+            key.serial or (ident.serial if ident else ""),
+            key.cluster,
+            key.svm,
+            ident.volume if ident and ident.volume else volume_from_path(key.lun),
+            key.lun,
+            "static",
+        )
+    if directory is not None and (key.serial or key.wwid):
+        hint = key.cluster or None  # a disks: entry that names only a cluster decides a shared serial
+        ident = directory.by_wwid(key.wwid, hint) if key.wwid else directory.by_serial(key.serial, hint)
+        if ident is not None:
+            return JoinedDisk(
+                key.serial or ident.serial,
+                ident.cluster,
+                ident.svm,
+                ident.volume or volume_from_path(ident.lun),
+                ident.lun,
+                "serial",
+            )
+    return JoinedDisk(key.serial)
 
 
 # NAA IEEE Registered Extended designator of an ONTAP LUN: NAA type 6, NetApp's OUI 00a098 and

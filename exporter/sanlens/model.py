@@ -375,6 +375,42 @@ class HostView:
     disks: tuple[HostDiskStats, ...] = ()
 
 
+# ------------------------------------------------------------------ join keys
+@dataclass(frozen=True, slots=True)
+class LunIdentity:
+    """What identifies one ONTAP LUN or NVMe namespace to the hosts (sanlens.join)."""
+
+    cluster: str
+    svm: str
+    volume: str
+    lun: str  # path, e.g. /vol/sql_data/lun0
+    serial: str = ""
+    node: str = ""
+    state: str = ""  # ONTAP status.state from the inventory; '' when unknown
+    kind: str = "lun"  # lun | namespace (an NVMe namespace: no serial, joined by its UUID)
+    uuid: str = ""  # the namespace UUID a host reports (Linux wwid ``uuid.<uuid>``)
+
+
+@dataclass(frozen=True, slots=True)
+class DiskIdentity:
+    """The keys a host disk carries to its ONTAP LUN, as the host and its config give them, unresolved.
+
+    ``svm`` and ``lun`` set: a static ``disks:`` entry names the LUN (``cluster`` may be empty);
+    else ``cluster``, when set, is the copy a ``disks:`` entry names for a serial two clusters present.
+    """
+
+    disk: str
+    serial: str = ""  # stripped, as the host reports it
+    wwid: str = ""  # SCSI WWID or NVMe namespace identifier (Linux)
+    cluster: str = ""
+    svm: str = ""
+    lun: str = ""
+
+    @property
+    def static(self) -> bool:
+        return bool(self.svm and self.lun)
+
+
 # ------------------------------------------------------------------ snapshot
 @dataclass(frozen=True, slots=True)
 class Snapshot:
@@ -389,3 +425,7 @@ class Snapshot:
     received: float | None = None
     # what the source could not read and which diagnoses that starves (sanlens.ontap.inputs)
     inputs: dict[str, Any] | None = None
+    # an ONTAP poll: the cluster's LUNs and namespaces as the hosts see them; None: not known here
+    lun_identities: tuple[LunIdentity, ...] | None = None
+    # a host poll: each disk's join keys; the join stage (sanlens.join_stage) resolves them
+    disk_identities: tuple[DiskIdentity, ...] = ()

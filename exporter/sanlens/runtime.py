@@ -1,4 +1,9 @@
-"""Wires config into sources, the engine, the pollers and the HTTP server; reloads it on SIGHUP."""
+"""Wires config into sources, pollers, the pipeline and the HTTP server; reloads it on SIGHUP.
+
+Each poller hands its results to one ``Pipeline``: the join stage (the host ↔ array join),
+then the store (``State``), then the diagnosis engine. The server reads the store, the
+engine's findings and the join's status; nothing else is shared.
+"""
 
 from __future__ import annotations
 
@@ -17,10 +22,13 @@ from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import validate_config
 from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
+from sanlens.join_stage import JoinStage
 from sanlens.ontap.collector import OntapSource
 from sanlens.ontap.harvest_source import HarvestSource
+from sanlens.pipeline import Pipeline
+from sanlens.poller import Poller, Source
 from sanlens.server import ExporterServer
-from sanlens.state import Poller, Source, State
+from sanlens.state import State
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +67,17 @@ class Exporter:
         self.stop_event = threading.Event()
         # the engine's time is the receive clock the state stamps snapshots with (sanlens.freshness)
         self.engine = Engine(cfg.diagnose, deferred=True, clock=self.state.clock)
-        self.state.engine = self.engine
         self.judge = threading.Thread(target=self._judge, name="engine", daemon=True)
         self.directory = LunDirectory()
-        self.state.observers.append(self.directory.observe)  # which copy of a LUN serves I/O
-        self.state.directory = self.directory
+        self.join = JoinStage(self.directory)
+        self.pipeline = Pipeline(self.state, self.join, self.engine)  # poll -> join -> store -> engine
         self._lock = threading.Lock()  # reload and stop, one at a time
         self._started = False
         self._running: dict[tuple[str, str], _Running] = {}
         targets: list[OntapTarget | HostTarget] = [*cfg.ontap, *cfg.hosts]
         for target in targets:
             self._running[_key(target)] = self._build(target)
-        self.server = ExporterServer(self.state, self.listen)
+        self.server = ExporterServer(self.state, self.listen, engine=self.engine, directory=self.directory)
 
     @property
     def port(self) -> int:
@@ -87,13 +94,13 @@ class Exporter:
     def _source(self, target: OntapTarget | HostTarget) -> Source:
         if isinstance(target, OntapTarget):
             if target.source == "prometheus":
-                return HarvestSource(target, self.directory)
-            return OntapSource(target, self.directory)
-        return make_host_source(target, self.directory)
+                return HarvestSource(target)
+            return OntapSource(target)
+        return make_host_source(target)
 
     def _build(self, target: OntapTarget | HostTarget, source: Source | None = None) -> _Running:
         source = source or self._source(target)
-        return _Running(target, source, Poller(source, self.state))
+        return _Running(target, source, Poller(source, self.pipeline))
 
     def start(self) -> None:
         # Poll threads run Python for seconds at a time; a 1 ms switch interval (default 5 ms)
@@ -180,7 +187,7 @@ class Exporter:
                     self.engine.forget(r.target.name)  # its findings go with its series, now
                     self.state.forget(r.target.name)
                     if isinstance(r.target, OntapTarget):
-                        self.directory.publish(r.target.name, [])
+                        self.join.forget(r.target.name)
             self._running = {k: self._running[k] if k in kept else fresh[k] for k in wanted}
             if self._started:
                 for r in fresh.values():

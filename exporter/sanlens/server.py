@@ -1,4 +1,5 @@
-"""HTTP endpoints: /metrics, /diagnoses, /-/healthy, /-/ready.
+"""The exporter's HTTP server: connections, TLS, the HTTP/1.1 protocol; the endpoints are
+``sanlens.http_routes``.
 
 One asyncio event loop serves every connection, so an idle keep-alive connection or a
 client that trickles its request costs a socket and a coroutine, never a thread; h11
@@ -11,7 +12,7 @@ Connections are bounded, and a new one is never refused while an idle one can ma
 (``sanlens.connections``), so a flood of silent or slow sockets cannot lock Prometheus or a
 health probe out; silent ones are closed after ``FIRST_BYTE_TIMEOUT`` anyway.
 
-With a web config (``sanlens.web_config``) every endpoint is served over TLS and/or behind
+With a web config (``sanlens.web_security``) every endpoint is served over TLS and/or behind
 basic auth, as the Prometheus exporter-toolkit does: the health endpoints too. The TLS
 settings are read per connection, so rotated certificates apply without a restart.
 """
@@ -22,12 +23,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import errno
-import json
 import logging
 import socket
 import ssl
 import threading
-from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -42,19 +41,28 @@ from sanlens.connections import (
     READING,
     Connection,
     ConnectionTable,
+    drain,
     fd_cap,
+    peek,
     peer_address,
+    quiet_exceptions,
 )
 from sanlens.exposition import Exposition
+from sanlens.http_routes import (
+    MAX_HEAD_BYTES,
+    MAX_REQUEST_BODY,
+    Response,
+    Routes,
+    plain,
+    request_line_too_long,
+    unacceptable,
+)
+from sanlens.join import LunDirectory
+from sanlens.pipeline import Engine
 from sanlens.state import State
-from sanlens.web_config import ActiveWeb, WebSecurity
+from sanlens.web_security import ActiveWeb, WebSecurity
 
 log = logging.getLogger(__name__)
-
-INDEX = """<html><head><title>sanlens</title></head><body><h1>sanlens {version}</h1>
-<ul><li><a href="/metrics">/metrics</a></li><li><a href="/diagnoses">/diagnoses</a></li>
-<li><a href="/diagnoses/inputs">/diagnoses/inputs</a></li>
-<li><a href="/-/healthy">/-/healthy</a></li><li><a href="/-/ready">/-/ready</a></li></ul></body></html>"""
 
 HANDSHAKE_TIMEOUT = 10.0
 """A TLS handshake that takes longer than this is dropped, so half-open sockets do not pile up."""
@@ -84,12 +92,6 @@ BACKLOG = 1024
 """Listen backlog: a burst of connections waits in the kernel instead of being refused."""
 WORKERS = 4
 """Threads for the work done off the event loop; more would only contend for the GIL."""
-MAX_HEAD_BYTES = 16 * 1024
-"""A request's line and headers together at most; beyond, 431 (Go's and nginx's limits are larger
-but an exporter's clients send a few hundred bytes)."""
-MAX_REQUEST_LINE = 8 * 1024
-"""A request line (method, target, version) at most; beyond, 414 (nginx's default buffer)."""
-_MAX_REQUEST_BODY = 64 * 1024
 
 # What Go's servers answer when plain HTTP reaches a TLS port: clearer than a reset.
 PLAIN_HTTP_ON_TLS = (
@@ -97,8 +99,6 @@ PLAIN_HTTP_ON_TLS = (
     b"Client sent an HTTP request to an HTTPS server.\n"
 )
 _TLS_HANDSHAKE_RECORD = b"\x16"
-METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-"""The text format the body is written in (what Prometheus asks for first)."""
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -115,17 +115,6 @@ def _bind(listen: str) -> socket.socket:
     return sock
 
 
-class _Response:
-    __slots__ = ("body", "ctype", "headers", "status")
-
-    def __init__(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
-        self.status, self.body, self.ctype, self.headers = status, body, ctype, headers or {}
-
-
-def _text(status: int, text: str, headers: dict[str, str] | None = None) -> _Response:
-    return _Response(status, text.encode(), "text/plain; charset=utf-8", headers)
-
-
 class ExporterServer:
     """The exporter's HTTP server: an event loop in one thread, a renderer in another.
 
@@ -133,12 +122,21 @@ class ExporterServer:
     construction with an ``OSError``, before any poller starts.
     """
 
-    def __init__(self, state: State, listen: str, web: WebSecurity | None = None) -> None:
+    def __init__(
+        self,
+        state: State,
+        listen: str,
+        web: WebSecurity | None = None,
+        *,
+        engine: Engine | None = None,
+        directory: LunDirectory | None = None,
+    ) -> None:
         self.state = state
         self.web = web
         self.sock = _bind(listen)
-        self.exposition = Exposition(state, release_series=True)
+        self.exposition = Exposition(state, engine=engine, directory=directory, release_series=True)
         self.pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="http-work")
+        self.routes = Routes(state, self.exposition, engine, self.pool)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread = threading.Thread(target=self._run, name="http", daemon=True)
         self.renderer = threading.Thread(target=self._render_loop, name="render", daemon=True)
@@ -206,7 +204,7 @@ class ExporterServer:
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         self.loop = loop
-        loop.set_exception_handler(_quiet_exceptions)
+        loop.set_exception_handler(quiet_exceptions)
         try:
             loop.run_until_complete(self._accept())
         finally:
@@ -286,7 +284,7 @@ class ExporterServer:
         loop = asyncio.get_running_loop()
         context = active.context if active is not None else None
         if context is not None:
-            first = await asyncio.wait_for(_peek(loop, conn), min(HANDSHAKE_TIMEOUT, FIRST_BYTE_TIMEOUT))
+            first = await asyncio.wait_for(peek(loop, conn), min(HANDSHAKE_TIMEOUT, FIRST_BYTE_TIMEOUT))
             if not first:
                 return None
             record.enter(READING)
@@ -295,7 +293,7 @@ class ExporterServer:
                     await asyncio.wait_for(loop.sock_sendall(conn, PLAIN_HTTP_ON_TLS), WRITE_TIMEOUT)
                     conn.shutdown(socket.SHUT_WR)
                     # read what the client sent, so closing does not reset the answer away
-                    await asyncio.wait_for(_drain(loop, conn), 1.0)
+                    await asyncio.wait_for(drain(loop, conn), 1.0)
                 return None
         reader = asyncio.StreamReader(limit=MAX_HEAD_BYTES, loop=loop)
         protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
@@ -340,7 +338,7 @@ class ExporterServer:
                     event = h.next_event()
                 except h11.RemoteProtocolError as e:  # not HTTP, or a head too large
                     status = e.error_status_hint
-                    if status == 431 and _request_line_too_long(h.trailing_data[0]):
+                    if status == 431 and request_line_too_long(h.trailing_data[0]):
                         status = 414
                     await _answer_and_close(writer, status)
                     await _linger(reader, writer, record)
@@ -357,7 +355,7 @@ class ExporterServer:
                     except TimeoutError:
                         if started:  # a head that trickles in: answered, then dropped
                             await self._send(
-                                writer, h, _text(408, "request timeout\n"), head_only=False, close=True
+                                writer, h, plain(408, "request timeout\n"), head_only=False, close=True
                             )
                             await _linger(reader, writer, record)
                         return
@@ -369,16 +367,16 @@ class ExporterServer:
                 if isinstance(event, h11.Request):
                     request = event
                     started = True
-                    refused = _unacceptable(event)
+                    refused = unacceptable(event)
                     if refused is not None:
                         await self._send(writer, h, refused, head_only=False, close=True)
                         await _linger(reader, writer, record)
                         return
                 elif isinstance(event, h11.Data):
                     body_bytes += len(event.data)
-                    if body_bytes > _MAX_REQUEST_BODY:
+                    if body_bytes > MAX_REQUEST_BODY:
                         await self._send(
-                            writer, h, _text(413, "request too large\n"), head_only=False, close=True
+                            writer, h, plain(413, "request too large\n"), head_only=False, close=True
                         )
                         await _linger(reader, writer, record)
                         return
@@ -388,7 +386,7 @@ class ExporterServer:
                     return
             assert request is not None
             record.enter(ANSWERING)
-            response = await self._respond(request, active)
+            response = await self.routes.respond(request, active)
             await self._send(writer, h, response, head_only=request.method == b"HEAD", close=False)
             record.served += 1
             if h.our_state is h11.MUST_CLOSE or h.their_state is h11.MUST_CLOSE:
@@ -396,7 +394,7 @@ class ExporterServer:
             h.start_next_cycle()
 
     async def _send(
-        self, writer: asyncio.StreamWriter, h: h11.Connection, r: _Response, *, head_only: bool, close: bool
+        self, writer: asyncio.StreamWriter, h: h11.Connection, r: Response, *, head_only: bool, close: bool
     ) -> None:
         headers = [
             ("Server", f"sanlens/{__version__}"),
@@ -416,76 +414,6 @@ class ExporterServer:
             writer.write(h.send(h11.Data(data=r.body)) or b"")
         writer.write(h.send(h11.EndOfMessage()) or b"")
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
-
-    # ------------------------------------------------------------ the endpoints
-    async def _respond(self, request: h11.Request, active: ActiveWeb | None) -> _Response:
-        extra = dict(active.config.headers) if active is not None else {}
-        refused = await self._refused(request, active)
-        if refused is not None:
-            refused.headers = {**extra, **refused.headers}
-            return refused
-        if request.method not in (b"GET", b"HEAD"):
-            r = _text(405, "method not allowed\n", {"Allow": "GET, HEAD"})
-        else:
-            r = await self._route(request)
-        r.headers = {**extra, **r.headers}
-        return r
-
-    async def _refused(self, request: h11.Request, active: ActiveWeb | None) -> _Response | None:
-        """The web config's rate limit and basic auth: a response when refused, else None."""
-        if active is None:
-            return None
-        if active.limiter is not None and not active.limiter.allow():
-            return _text(429, "Too Many Requests\n")
-        if active.auth is not None:
-            authorization = _header(request, b"authorization")
-            ok = await self._work(active.auth.check, authorization)  # bcrypt: off the event loop
-            if not ok:
-                return _text(
-                    401, "Unauthorized\n", {"WWW-Authenticate": 'Basic realm="sanlens", charset="UTF-8"'}
-                )
-        return None
-
-    async def _route(self, request: h11.Request) -> _Response:
-        path = request.target.split(b"?", 1)[0]
-        if path == b"/metrics":
-            if "gzip" in (_header(request, b"accept-encoding") or ""):
-                body = self.exposition.gzip()  # bytes joined: cheaper than a hop to a worker thread
-                headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
-                return _Response(200, body, METRICS_CONTENT_TYPE, headers)
-            return _Response(
-                200,
-                await self._work(self.exposition.render),
-                METRICS_CONTENT_TYPE,
-                {"Vary": "Accept-Encoding"},
-            )
-        if path == b"/diagnoses":
-            return _Response(200, await self._work(self._diagnoses), "application/json")
-        if path == b"/diagnoses/inputs":
-            return _Response(200, await self._work(self._inputs), "application/json")
-        if path == b"/-/healthy":
-            return _Response(200, b"OK\n", "text/plain")
-        if path == b"/-/ready":
-            if self.state.ready():
-                return _Response(200, b"ready\n", "text/plain")
-            return _Response(503, b"not ready: first poll pending\n", "text/plain")
-        if path == b"/":
-            return _Response(200, INDEX.format(version=__version__).encode(), "text/html")
-        return _Response(404, b"not found\n", "text/plain")
-
-    def _inputs(self) -> bytes:
-        """Per target, what its last poll could not read and which diagnoses that starves."""
-        snaps, _ = self.state.snapshots_with_stamps()
-        doc = {name: {"kind": s.kind, **(s.inputs or {})} for name, s in sorted(snaps.items())}
-        return json.dumps(doc, indent=1).encode()
-
-    def _diagnoses(self) -> bytes:
-        engine = self.state.engine
-        findings = engine.findings() if engine is not None else []
-        return json.dumps(findings, indent=1).encode()
-
-    async def _work(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
 
 async def _answer_and_close(writer: asyncio.StreamWriter, status: int) -> None:
@@ -509,68 +437,3 @@ async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, re
         while (left := deadline - loop.time()) > 0:
             if not await asyncio.wait_for(reader.read(65536), left):
                 return
-
-
-def _unacceptable(request: h11.Request) -> _Response | None:
-    """The answer to a request that must not be served (then the connection closes), else None."""
-    if not request.http_version.startswith(b"1."):  # HTTP/1.x with x > 1 is read as HTTP/1.1
-        return _text(505, "HTTP version not supported\n")
-    line = len(request.method) + len(request.target) + 10
-    if line > MAX_REQUEST_LINE:
-        return _text(414, "URI too long\n")
-    # h11 bounds a head still arriving; one that arrived whole in a single read is measured here
-    if line + sum(len(k) + len(v) + 4 for k, v in request.headers) > MAX_HEAD_BYTES:
-        return _text(431, "request header fields too large\n")
-    expect = _header(request, b"expect")
-    if expect is not None and expect.lower() != "100-continue":
-        return _text(417, "expectation failed\n")
-    length = _header(request, b"content-length")
-    if length is not None and int(length) > _MAX_REQUEST_BODY:  # said up front: no need to read it
-        return _text(413, "request too large\n")
-    return None
-
-
-def _request_line_too_long(buffered: bytes) -> bool:
-    """Whether a head refused as too large is refused for its request line (414, not 431)."""
-    end = buffered.lstrip(b"\r\n").find(b"\n")
-    return end < 0 or end > MAX_REQUEST_LINE
-
-
-def _header(request: h11.Request, name: bytes) -> str | None:
-    for key, value in request.headers:
-        if key == name:
-            return value.decode("latin-1")
-    return None
-
-
-async def _peek(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> bytes:
-    """The connection's first byte, left in the socket for the TLS layer to read."""
-    while True:
-        try:
-            return conn.recv(1, socket.MSG_PEEK)
-        except BlockingIOError:
-            ready: asyncio.Future[None] = loop.create_future()
-            loop.add_reader(conn.fileno(), _resolve, ready)
-            try:
-                await ready
-            finally:
-                loop.remove_reader(conn.fileno())
-
-
-def _resolve(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
-async def _drain(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
-    while await loop.sock_recv(conn, 4096):
-        pass
-
-
-def _quiet_exceptions(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """Clients that vanish mid-handshake or mid-response are routine: a debug line, no traceback."""
-    exc = context.get("exception")
-    if isinstance(exc, OSError | ssl.SSLError | TimeoutError):
-        log.debug("connection: %s", exc)
-        return
-    loop.default_exception_handler(context)

@@ -9,7 +9,8 @@ from typing import Any
 
 from sanlens import cliargs
 from sanlens.errors import UsageError, is_bind_error, listen_error
-from sanlens_sim.scenarios import SCENARIOS, KnobError
+from sanlens_sim.scenario_base import KnobError
+from sanlens_sim.scenarios import SCENARIOS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from sanlens_sim import scenarios
 from sanlens_sim.counters import CounterSet
+from sanlens_sim.scenario_base import Knobs
 from sanlens_sim.world import DOMAINS, Disk, HostDisk, IoRates, Lif, Lun, Node, World
 
 UPTIME_S = 3 * 86400.0  # counters start as if the system had run this long
@@ -262,17 +263,17 @@ class Estate:
         self.clock = clock
         self.lock = threading.RLock()
         self.counters: dict[str, CounterSet] = {}
-        self.knobs: scenarios.Knobs | None = None
+        self.knobs: Knobs | None = None
         self.failed_paths: frozenset[str] = frozenset()  # "host/sdX" lost by the fault knob
         self.switch(scenario, knobs)
 
     def switch(self, name: str, raw_knobs: dict[str, Any], keep_scale: bool = False) -> None:
         """Change scenario live; scale knobs stay unless given again when ``keep_scale``."""
         scen = scenarios.get(name)
-        knobs = scenarios.Knobs.parse(raw_knobs)
+        knobs = Knobs.parse(raw_knobs)
         with self.lock:
             if keep_scale and self.knobs is not None:
-                for n in scenarios.Knobs.SCALE:
+                for n in Knobs.SCALE:
                     if getattr(knobs, n) is None:
                         setattr(knobs, n, getattr(self.knobs, n))
             offsets = scen.phases(knobs)

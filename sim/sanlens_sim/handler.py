@@ -23,8 +23,11 @@ from typing import Any, Protocol
 from sanlens_sim import (
     linux_api,
     ontap_api,
+    ontap_asa_r2,
     ontap_cli,
     ontap_collections,
+    ontap_namespaces,
+    ontap_network,
     ontap_query,
     ontap_tables,
     windows_api,
@@ -33,7 +36,7 @@ from sanlens_sim.estate import Estate
 from sanlens_sim.faults import FaultError, FaultState
 from sanlens_sim.ontap_api import ApiError, Json
 from sanlens_sim.ontap_tables import RowOptions
-from sanlens_sim.scenarios import KnobError
+from sanlens_sim.scenario_base import KnobError
 from sanlens_sim.world import World, stable_uuid
 
 log = logging.getLogger(__name__)
@@ -306,7 +309,7 @@ class Handler(BaseHTTPRequestHandler):
             items, build = w.plain_luns, lambda page: ontap_collections.lun_records(estate, w, page, t, stats)
         elif path == "/api/storage/namespaces":
             items = w.namespaces
-            build = partial(ontap_collections.namespace_records, estate, w, t=t, with_stats=stats)
+            build = partial(ontap_namespaces.namespace_records, estate, w, t=t, with_stats=stats)
         elif path == "/api/storage/volumes":
             items = w.volumes
             build = partial(ontap_collections.volume_records, estate, w, t=t, with_stats=stats, with_nfs=nfs)
@@ -314,11 +317,11 @@ class Handler(BaseHTTPRequestHandler):
             raise ontap_api.asa_r2_refusal()
         elif w.asa_r2 and path == "/api/storage/storage-units":
             items = w.luns
-            build = partial(ontap_collections.storage_unit_records, estate, w, t=t, with_stats=stats)
+            build = partial(ontap_asa_r2.storage_unit_records, estate, w, t=t, with_stats=stats)
         elif w.asa_r2 and path == "/api/storage/availability-zones":
             items, build = (
-                ontap_collections.zones(w),
-                lambda page: ontap_collections.availability_zone_records(w, page),
+                ontap_asa_r2.zones(w),
+                lambda page: ontap_asa_r2.availability_zone_records(w, page),
             )
         elif path == "/api/storage/aggregates":
             items, build = w.aggregates, lambda page: ontap_collections.aggregate_records(w, page)
@@ -329,18 +332,18 @@ class Handler(BaseHTTPRequestHandler):
             items, build = [], lambda page: []
         elif path == "/api/network/fc/ports":
             items = w.fc_lifs
-            build = partial(ontap_collections.fc_port_records, w, estate=estate, t=t, with_stats=stats)
+            build = partial(ontap_network.fc_port_records, w, estate=estate, t=t, with_stats=stats)
             ids = [stable_uuid(w.cluster, "fcport", x.node, x.port) for x in items]
             return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/network/ip/interfaces":
             items = w.ip_lifs
-            build = partial(ontap_collections.ip_interface_records, estate, w, t=t, with_stats=stats)
-            ids = [ontap_collections.ip_interface_uuid(w, x) for x in items]
+            build = partial(ontap_network.ip_interface_records, estate, w, t=t, with_stats=stats)
+            ids = [ontap_network.ip_interface_uuid(w, x) for x in items]
             return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/network/ethernet/ports":
-            items = ontap_collections.ethernet_ports(w)
-            build = partial(ontap_collections.ethernet_port_records, w)
-            ids = [ontap_collections.ethernet_port_uuid(w, x) for x in items]
+            items = ontap_network.ethernet_ports(w)
+            build = partial(ontap_network.ethernet_port_records, w)
+            ids = [ontap_network.ethernet_port_uuid(w, x) for x in items]
             return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/svm/svms":
             items, build, key = w.svms, lambda page: ontap_collections.svm_records(w, page), "name"

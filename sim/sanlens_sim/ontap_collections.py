@@ -1,22 +1,21 @@
-"""The fake ONTAP inventory collections (nodes, LUNs, namespaces, volumes, aggregates, plexes, disks,
-FC and Ethernet ports, IP interfaces, SVMs; on ASA r2 storage units and availability zones).
+"""The fake ONTAP inventory collections of the cluster and its storage (cluster, nodes, LUNs,
+volumes, aggregates, plexes, disks, SVMs), and the keyperf ``statistics`` every collection shares.
 
-LUN, namespace, storage-unit and volume records carry keyperf ``statistics``, IP interfaces
-their throughput and nodes their processor utilization, from :mod:`sanlens_sim.estate` at the
-instant of the request.
+LUN and volume records carry keyperf ``statistics`` and nodes their processor utilization, from
+:mod:`sanlens_sim.estate` at the instant of the request. The network collections are in
+:mod:`sanlens_sim.ontap_network`, NVMe namespaces in :mod:`sanlens_sim.ontap_namespaces`, and ASA
+r2's storage units and availability zones in :mod:`sanlens_sim.ontap_asa_r2`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sanlens.model import iso_utc
 from sanlens_sim.estate import UPTIME_S, Estate
 from sanlens_sim.ontap_api import Json, node_uuid, not_found, svm_uuid, version_full
-from sanlens_sim.world import Aggregate, Disk, Lif, Lun, Node, Volume, World, stable_uuid
+from sanlens_sim.world import Aggregate, Disk, Lun, Node, Volume, World, stable_uuid
 
 
-def _keyperf(estate: Estate, kind: str, key: str, t: float, names: tuple[str, ...]) -> Json:
+def keyperf(estate: Estate, kind: str, key: str, t: float, names: tuple[str, ...]) -> Json:
     """``statistics`` in the keyperf shape: iops_raw, latency_raw (µs), throughput_raw (bytes)."""
     cs = estate.counters[kind]
     idx = cs.index.get(key)
@@ -198,7 +197,7 @@ def lun_records(estate: Estate, w: World, page: list[Lun], t: float, with_stats:
             "space": {"size": LUN_SIZE, "guarantee": {"requested": not x.thin, "reserved": not x.thin}},
         }
         if with_stats:
-            rec["statistics"] = _keyperf(estate, "lun", x.key, t, LUN_STATS)
+            rec["statistics"] = keyperf(estate, "lun", x.key, t, LUN_STATS)
         rec["_links"] = {"self": {"href": f"/api/storage/luns/{x.uuid}"}}
         out.append(rec)
     return out
@@ -237,7 +236,7 @@ def volume_records(
                 "destination_aggregate": {"name": dest, "uuid": aggr_uuid.get(dest, "")},
             }
         if with_stats:
-            rec["statistics"] = _keyperf(estate, "volume", f"{v.svm}:{v.name}", t, VOL_STATS)
+            rec["statistics"] = keyperf(estate, "volume", f"{v.svm}:{v.name}", t, VOL_STATS)
             if with_nfs:
                 rec["statistics"]["nfs_ops_raw"] = dict(NFS_OPS_IDLE)
         rec["_links"] = {"self": {"href": f"/api/storage/volumes/{v.uuid}"}}
@@ -422,50 +421,6 @@ def _disk_stats(estate: Estate, d: Disk, t: float) -> Json:
     }
 
 
-def fc_port_records(
-    w: World, page: list[Lif], estate: Estate | None = None, t: float = 0.0, with_stats: bool = False
-) -> list[Json]:
-    """``/api/network/fc/ports``: one FC target port per simulated FC LIF; ``statistics`` (IOPS,
-    latency, throughput, raw and cumulative, as NetApp documents for FC ports since 9.8) when asked."""
-    out = []
-    for x in page:
-        uuid = stable_uuid(w.cluster, "fcport", x.node, x.port)
-        if with_stats and estate is not None:
-            stats = {"statistics": _keyperf(estate, "fcport", f"{x.node}:{x.port}", t, LUN_STATS)}
-        else:
-            stats = {}
-        out.append(
-            {
-                "uuid": uuid,
-                "name": x.port,
-                "node": {"name": x.node, "uuid": node_uuid(w, x.node)},
-                "description": f"Fibre Channel Target Adapter {x.port} (QLogic 2742 (2742), rev. 2, 32G)",
-                "enabled": True,
-                "state": x.port_state,
-                "physical_protocol": "fibre_channel",
-                "supported_protocols": ["fcp"],
-                "speed": {"configured": "auto", "maximum": "32"},
-                "wwnn": "20:00:00:50:56:b4:" + uuid[-5:-3] + ":" + uuid[-2:],
-                "wwpn": "20:01:00:50:56:b4:" + uuid[-5:-3] + ":" + uuid[-2:],
-                "fabric": {
-                    "connected": x.port_state == "online",
-                    "connected_speed": x.speed_gbps,
-                    "name": "20:00:00:05:33:a1:b2:c3",
-                    "port_address": "10100",
-                    "switch_port": f"brocade1:{x.port}",
-                },
-                "transceiver": {
-                    "form_factor": "SFP",
-                    "manufacturer": "FINISAR CORP",
-                    "capabilities": [8, 16, 32],
-                },
-                "_links": {"self": {"href": f"/api/network/fc/ports/{uuid}"}},
-                **stats,
-            }
-        )
-    return out
-
-
 def _bay(name: str) -> int:
     tail = name.rsplit(".", 1)[-1]
     return int(tail) if tail.isdigit() else 0
@@ -481,235 +436,3 @@ def svm_records(w: World, page: list[str]) -> list[Json]:
         }
         for s in page
     ]
-
-
-# ------------------------------------------------------------------ NVMe namespaces
-def _maps(w: World) -> dict[str, list[str]]:
-    """LUN key -> the hosts that use it (each host's igroup, host group or NVMe subsystem is named
-    after the host)."""
-    out: dict[str, list[str]] = {}
-    for h in w.hosts:
-        for d in h.disks:
-            if d.lun_key:
-                out.setdefault(d.lun_key, []).append(h.name)
-    return out
-
-
-def _location(w: World, x: Lun) -> Json:
-    return {
-        "node": {"name": x.node, "uuid": node_uuid(w, x.node)},
-        "volume": {"name": x.volume, "uuid": stable_uuid(w.cluster, "vol", x.svm, x.volume)},
-    }
-
-
-def namespace_records(estate: Estate, w: World, page: list[Lun], t: float, with_stats: bool) -> list[Json]:
-    """``/api/storage/namespaces``: NVMe namespaces only (a LUN is never one)."""
-    maps = _maps(w)
-    nsid = {x.key: i + 1 for i, x in enumerate(w.namespaces)}
-    out = []
-    for x in page:
-        hosts = maps.get(x.key, [])
-        rec: Json = {
-            "uuid": x.uuid,
-            "svm": {"name": x.svm, "uuid": svm_uuid(w, x.svm)},
-            "name": x.path,
-            "location": {"namespace": x.name, **_location(w, x)},
-            "os_type": x.os_type,
-            "status": {
-                "state": x.state,
-                "container_state": "online",
-                "mapped": bool(hosts),
-                "read_only": False,
-            },
-            "space": {"size": 536870912000, "used": 0, "block_size": 4096},
-        }
-        if hosts:
-            sub = hosts[0]
-            rec["subsystem_map"] = {
-                "nsid": f"{nsid[x.key]:08x}h",  # 8 zero-filled hex digits and "h", as ONTAP writes it
-                "subsystem": {"name": sub, "uuid": stable_uuid(w.cluster, "subsystem", x.svm, sub)},
-            }
-        if with_stats:
-            rec["statistics"] = _keyperf(estate, "lun", x.key, t, LUN_STATS)
-        rec["_links"] = {"self": {"href": f"/api/storage/namespaces/{x.uuid}"}}
-        out.append(rec)
-    return out
-
-
-# ------------------------------------------------------------------ Ethernet: IP interfaces and ports
-SERVICES = {"iscsi": ["data_iscsi"], "nvme_tcp": ["data_nvme_tcp"]}
-
-
-def ip_interface_uuid(w: World, x: Lif) -> str:
-    return stable_uuid(w.cluster, "lif", x.svm, x.name)
-
-
-def ethernet_port_uuid(w: World, x: Lif) -> str:
-    return stable_uuid(w.cluster, "ethport", x.node, x.port)
-
-
-def fc_lif_wwpn(w: World, x: Lif) -> str:
-    """An FC or NVMe/FC LIF's own WWPN (its address; the port under it has another)."""
-    u = stable_uuid(w.cluster, "fclif", x.svm, x.name)
-    return "20:0a:00:a0:98:" + ":".join(u[i : i + 2] for i in (0, 2, 4))
-
-
-def ip_address(w: World, x: Lif) -> str:
-    """An iSCSI or NVMe/TCP LIF's address: a subnet per node, a host number per LIF on it."""
-    nodes = [n.name for n in w.nodes]
-    same = [y for y in w.ip_lifs if y.node == x.node]
-    return f"192.168.{nodes.index(x.node) + 10}.{10 + same.index(x)}"
-
-
-def ip_interface_records(estate: Estate, w: World, page: list[Lif], t: float, with_stats: bool) -> list[Json]:
-    """``/api/network/ip/interfaces``: the iSCSI and NVMe/TCP data LIFs (FC LIFs are not IP
-    interfaces). ``statistics.throughput_raw``: read is what the LIF sent (host reads), write
-    what it received."""
-    cs = estate.counters["lif"]
-    out = []
-    for x in page:
-        node = {"name": x.node, "uuid": node_uuid(w, x.node)}
-        port = {"name": x.port, "uuid": ethernet_port_uuid(w, x), "node": {"name": x.node}}
-        rec: Json = {
-            "uuid": ip_interface_uuid(w, x),
-            "name": x.name,
-            "svm": {"name": x.svm, "uuid": svm_uuid(w, x.svm)},
-            "ip": {
-                "address": ip_address(w, x),
-                "netmask": "24",
-                "family": "ipv4",
-            },
-            "enabled": True,
-            "state": "down" if x.port_state == "down" else "up",
-            "scope": "svm",
-            "ipspace": {"name": "Default"},
-            "services": list(SERVICES.get(x.protocol, [])),
-            "location": {"is_home": True, "node": node, "port": port, "home_node": node, "home_port": port},
-        }
-        if with_stats:
-            idx = cs.index.get(f"{x.svm}:{x.name}")
-            vals = cs.row(idx, t) if idx is not None else [0.0] * len(cs.names)
-            rb = int(vals[cs.col["read_data"]]) if "read_data" in cs.col else 0
-            wb = int(vals[cs.col["write_data"]]) if "write_data" in cs.col else 0
-            rec["statistics"] = {
-                "timestamp": iso_utc(t),
-                "status": "ok",
-                "throughput_raw": {"read": rb, "write": wb, "total": rb + wb},
-            }
-        rec["_links"] = {"self": {"href": f"/api/network/ip/interfaces/{rec['uuid']}"}}
-        out.append(rec)
-    return out
-
-
-def ethernet_ports(w: World) -> list[Lif]:
-    """One Ethernet port per (node, port) an iSCSI or NVMe/TCP LIF uses."""
-    seen: dict[tuple[str, str], Lif] = {}
-    for x in w.ip_lifs:
-        seen.setdefault((x.node, x.port), x)
-    return list(seen.values())
-
-
-def ethernet_port_records(w: World, page: list[Lif]) -> list[Json]:
-    """``/api/network/ethernet/ports``: speed in Mbit/s, as ONTAP reports it."""
-    out = []
-    for x in page:
-        uuid = ethernet_port_uuid(w, x)
-        out.append(
-            {
-                "uuid": uuid,
-                "name": x.port,
-                "node": {"name": x.node, "uuid": node_uuid(w, x.node)},
-                "type": "physical",
-                "enabled": True,
-                "state": "down" if x.port_state == "down" else "up",
-                "speed": x.speed_gbps * 1000,
-                "mtu": 9000,
-                "mac_address": "00:a0:98:" + ":".join(uuid[i : i + 2] for i in (0, 2, 4)),
-                "broadcast_domain": {"name": "Default", "ipspace": {"name": "Default"}},
-                "_links": {"self": {"href": f"/api/network/ethernet/ports/{uuid}"}},
-            }
-        )
-    return out
-
-
-# ------------------------------------------------------------------ ASA r2
-@dataclass(frozen=True)
-class Zone:
-    """An ASA r2 storage availability zone: the shared disks of one HA pair."""
-
-    name: str
-    uuid: str
-    nodes: tuple[str, ...]
-
-
-def zones(w: World) -> list[Zone]:
-    """One availability zone per HA pair (nodes 1-2, 3-4, ...)."""
-    names = [n.name for n in w.nodes]
-    out = []
-    for i in range(0, len(names), 2):
-        name = f"storage_availability_zone_{i // 2}"
-        out.append(Zone(name, stable_uuid(w.cluster, "zone", name), tuple(names[i : i + 2])))
-    return out
-
-
-def zone_of(w: World, node: str) -> Zone | None:
-    return next((z for z in zones(w) if node in z.nodes), None)
-
-
-_USABLE = {"ssd": 960197124096, "sas": 1200000000000, "fsas": 1200000000000}
-
-
-def availability_zone_records(w: World, page: list[Zone]) -> list[Json]:
-    out = []
-    for z in page:
-        size = sum(_USABLE.get(d.type, 0) for d in w.disks if d.node in z.nodes and d.state != "broken")
-        used = int(sum(v.size_bytes * v.used_ratio for v in w.volumes if v.node in z.nodes))
-        out.append(
-            {
-                "uuid": z.uuid,
-                "name": z.name,
-                "nodes": [{"name": n, "uuid": node_uuid(w, n)} for n in z.nodes],
-                "space": {
-                    "size": size,
-                    "available": max(0, size - used),
-                    "physical_used": used,
-                    "physical_used_percent": round(100 * used / size) if size else 0,
-                },
-                "_links": {"self": {"href": f"/api/storage/availability-zones/{z.uuid}"}},
-            }
-        )
-    return out
-
-
-def storage_unit_records(estate: Estate, w: World, page: list[Lun], t: float, with_stats: bool) -> list[Json]:
-    """``/api/storage/storage-units``: every LUN and namespace, ``type`` lun or namespace."""
-    maps = _maps(w)
-    out = []
-    for x in page:
-        zone = zone_of(w, x.node)
-        loc = _location(w, x)
-        if zone is not None:
-            loc["storage_availability_zone"] = {"name": zone.name, "uuid": zone.uuid}
-        size = 536870912000
-        rec: Json = {
-            "uuid": x.uuid,
-            "name": x.path,
-            "type": "namespace" if x.is_namespace else "lun",
-            "svm": {"name": x.svm, "uuid": svm_uuid(w, x.svm)},
-            "location": loc,
-            "os_type": x.os_type,
-            "class": "regular",  # not a protocol endpoint or vVol
-            "serial_number": x.serial,
-            "status": {"state": x.state},
-            "anti_ransomware": {"state": "disabled"},
-            "maps": [
-                {"host_group": {"name": h, "uuid": stable_uuid(w.cluster, "host_group", x.svm, h)}}
-                for h in maps.get(x.key, [])
-            ],
-            "space": {"size": size, "used": size // 4, "physical_used": size // 8, "efficiency_ratio": 2.0},
-        }
-        if with_stats:
-            rec["statistics"] = _keyperf(estate, "lun", x.key, t, LUN_STATS)
-        rec["_links"] = {"self": {"href": f"/api/storage/storage-units/{x.uuid}"}}
-        out.append(rec)
-    return out

@@ -20,7 +20,6 @@ from conftest import ROOT
 from harness import Harness, harness  # noqa: F401  (fixture)
 from harvest_views import close, diagnose, rest_view
 from sanlens.config import Duration, OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.model import OntapView
 from sanlens.ontap.harvest_source import HarvestSource
 
@@ -44,7 +43,7 @@ def test_lifs_ports_and_namespaces_from_harvests_series(harness: Harness, scenar
     data = Duration(float(meta["schedules"]["RestPerf"]["data"].rstrip("s")))
     target = OntapTarget(name=cluster, url=prom.url, source="prometheus", poll_interval=Duration(60),
                          harvest_data_interval=data)  # fmt: skip
-    src = HarvestSource(target, LunDirectory())
+    src = HarvestSource(target)
     harvest = src.poll().view
     src.close()
     assert isinstance(harvest, OntapView)

@@ -19,7 +19,6 @@ from conftest import ROOT
 from harness import Harness, harness  # noqa: F401  (fixture)
 from harvest_views import close, diagnose, rest_view
 from sanlens.config import Duration, OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.model import OntapView
 from sanlens.ontap.harvest_source import HarvestSource
 
@@ -45,7 +44,7 @@ def test_harvests_series_through_prometheus_give_the_rest_collectors_view(harnes
         poll_interval=Duration(60),
         harvest_data_interval=data,
     )
-    src = HarvestSource(target, LunDirectory())
+    src = HarvestSource(target)
     harvest = src.poll().view
     src.close()
     assert isinstance(harvest, OntapView)

@@ -35,7 +35,7 @@ import yaml
 from tests.conftest import ROOT, free_port, require_tool, skip_or_fail
 from tests.pki import make_pki
 
-from sanlens.config_load import load_config_text
+from sanlens.config.load import load_config_text
 
 CHART = ROOT / "helm" / "sanlens"
 RULES = ROOT / "rules" / "sanlens.rules.yaml"
@@ -422,7 +422,7 @@ def test_chart_created_secret_holds_the_password_and_nothing_else_does(helm: Hel
             "config.diagnose.thresholds.latency_slo.min_iops=-1",
             "/config/diagnose/thresholds/latency_slo/min_iops",
         ),
-        # the web config part, generated from exporter/sanlens/web_config.py (helm/build.py)
+        # the web config part, generated from exporter/sanlens/config/web.py (helm/build.py)
         (
             "webConfig.config.tls_server_config.cert_fiel=/x",
             "additional properties 'cert_fiel' not allowed",

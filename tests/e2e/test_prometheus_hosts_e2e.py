@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 import pytest
+from tests.joining import joined
 
 from harness import Harness, harness  # noqa: F401  (fixture)
 from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
@@ -51,15 +52,15 @@ def test_hosts_read_through_prometheus_match_the_hosts_scraped(harness: Harness)
             what="Prometheus to scrape every host",
         )  # fmt: skip
         directory = LunDirectory()
-        ontap = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), directory)
+        ontap = joined(OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url)), directory)
         pairs = []
         for job in jobs:
             os_, host = job.split("-", 1)
             exporter = "windows_exporter" if os_ == "win" else "node_exporter"
-            direct = make_host_source(
-                HostTarget(name=host, source=exporter, url=sim.url + jobs[job]), directory
+            direct = joined(
+                make_host_source(HostTarget(name=host, source=exporter, url=sim.url + jobs[job])), directory
             )
-            via = make_host_source(
+            source = make_host_source(
                 HostTarget(
                     name=host,
                     source="prometheus",
@@ -68,9 +69,9 @@ def test_hosts_read_through_prometheus_match_the_hosts_scraped(harness: Harness)
                     selector=f'job="{job}"',
                     poll_interval=Duration(1),
                 ),
-                directory,
             )
-            assert isinstance(via, PrometheusHostSource)
+            assert isinstance(source, PrometheusHostSource)
+            via = joined(source, directory)
             pairs.append((direct, via))
         engines = {
             "direct": Engine(DiagnoseConfig(sustain_scale=0.0)),

@@ -13,6 +13,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from tests.joining import joined
 
 from golden import Clock
 from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
@@ -39,11 +40,10 @@ def snapshots() -> list[Snapshot]:
         Simulator(scenario="mixed", clock=clock) as sim,
     ):
         directory = LunDirectory()
-        sources: list[Any] = [OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), directory)]
-        sources += [make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics"), directory)
+        sources: list[Any] = [joined(OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url)), directory)]
+        sources += [joined(make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics")), directory)
                     for h in sim.hosts]  # fmt: skip
-        sources += [make_host_source(HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics"),
-                                     directory) for h in sim.linux_hosts]  # fmt: skip
+        sources += [joined(make_host_source(HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics")), directory) for h in sim.linux_hosts]  # fmt: skip
         for src in sources:
             src.poll()
         clock.t += 60.0

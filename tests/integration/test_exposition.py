@@ -13,7 +13,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from sanlens.config import OntapTarget
 from sanlens.exposition import Exposition
 from sanlens.freshness import stale_after
-from sanlens.join import LunDirectory
 from sanlens.model import Metric, MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
 from sanlens.server import ExporterServer
@@ -59,7 +58,7 @@ def test_page_parses_back_to_the_simulator_snapshot() -> None:
     sim = Simulator(scenario="mixed", port=0)
     sim.start()
     try:
-        src = OntapSource(OntapTarget(name="c1", url=sim.url), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=sim.url))
         state = State()
         state.register("c1", "ontap", 60.0)
         snap = src.poll()

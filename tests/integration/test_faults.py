@@ -44,11 +44,11 @@ from faults_harness import (
     view_anomalies,
     wait_for,
 )
-from sanlens.config_load import load_config_text
+from sanlens.config.load import load_config_text
 from sanlens.hosts.cooking import DiskReading, HostCooker
 from sanlens.model import Snapshot
+from sanlens.poller import ABORT_GRACE_S, MIN_POLL_DEADLINE_S
 from sanlens.runtime import Exporter
-from sanlens.state import ABORT_GRACE_S, MIN_POLL_DEADLINE_S
 
 POLL_S = 1.0  # every target's poll interval
 TIMEOUT_S = 0.8  # connect and read timeouts; the simulator's healthy answers take a few ms

@@ -25,7 +25,7 @@ from sanlens.config import Config
 from sanlens.healthcheck import DEFAULT_LISTEN, target
 from sanlens.server import ExporterServer
 from sanlens.state import State
-from sanlens.web_config import WebSecurity
+from sanlens.web_security import WebSecurity
 
 PASSWORD = "probe-password-never-printed"
 SERVER_NAME = "sanlens.monitoring.svc"

@@ -7,6 +7,7 @@ import time
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families
+from tests.joining import joined
 
 from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
@@ -14,6 +15,7 @@ from sanlens.freshness import STALE_MIN_S
 from sanlens.hosts.winrm import WinRMSource
 from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
+from sanlens.pipeline import Pipeline
 from sanlens.state import State
 from sanlens_sim.server import Simulator
 
@@ -48,17 +50,19 @@ def test_a_host_clock_ahead_leaves_the_array_judged() -> None:
 
         state = State()
         engine = Engine(DiagnoseConfig(sustain_scale=0.0), deferred=True, clock=state.clock)
-        state.engine = engine
+        pipeline = Pipeline(state, engine=engine)  # the sources below join through their wrappers
         directory = LunDirectory()
-        ontap = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), directory)
-        winrm = WinRMSource(
-            HostTarget(name=host, source="winrm", url="https://sql01:5986/wsman"),
+        ontap = joined(OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url)), directory)
+        winrm = joined(
+            WinRMSource(
+                HostTarget(name=host, source="winrm", url="https://sql01:5986/wsman"),
+                transport=SimWinRM(f"{sim.url}/windows/{host}/winrm"),
+            ),
             directory,
-            transport=SimWinRM(f"{sim.url}/windows/{host}/winrm"),
         )
         for _ in range(2):  # two polls of each: rates need an interval
-            state.record_success(ontap.poll(), 0.1)
-            state.record_success(winrm.poll(), 0.1)
+            pipeline.record_success(ontap.poll(), 0.1)
+            pipeline.record_success(winrm.poll(), 0.1)
             time.sleep(1.0)
         assert engine.evaluate_pending()
         snaps, _ = state.view()

@@ -23,7 +23,7 @@ from sanlens import server as server_mod
 from sanlens.model import MetricBuilder, Snapshot
 from sanlens.server import ExporterServer
 from sanlens.state import State
-from sanlens.web_config import WebSecurity
+from sanlens.web_security import WebSecurity
 
 Serve = Callable[..., ExporterServer]
 

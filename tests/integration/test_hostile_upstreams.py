@@ -29,8 +29,11 @@ from faults_harness import wait_for
 from sanlens.config import AuthConfig, Duration, HostTarget, OntapTarget
 from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.join import LunDirectory
+from sanlens.join_stage import JoinStage
 from sanlens.ontap.collector import OntapSource
-from sanlens.state import Poller, Source, State
+from sanlens.pipeline import Pipeline
+from sanlens.poller import Poller, Source
+from sanlens.state import State
 from sanlens_sim.server import Simulator
 
 POLL_S = 1.0
@@ -228,11 +231,11 @@ def pollers(world: tuple[Simulator, _Server, _Server, _Server]) -> Iterator[tupl
         timeout=Duration(5), max_response_bytes=BOUND, max_series=MAX_SERIES,
     )  # fmt: skip
     state = State()
-    directory = LunDirectory()
-    ontap_source = OntapSource(cluster, directory)
+    pipeline = Pipeline(state, JoinStage(LunDirectory()))  # as the runtime wires its pollers
+    ontap_source = OntapSource(cluster)
     ontap_source.client.backoff = 2.0  # three retries' backoff would outlast the 2 s deadline
-    sources: list[Source] = [ontap_source, WindowsExporterSource(windows, directory)]
-    running = [Poller(s, state) for s in sources]
+    sources: list[Source] = [ontap_source, WindowsExporterSource(windows)]
+    running = [Poller(s, pipeline) for s in sources]
     for p in running:
         p.start()
     try:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import requests
 from test_linux_sim_integration import STEP, T0, Clock, exporter, page, rounds, value  # one harness
+from tests import joining
 
 from sanlens.config import HostTarget
 from sanlens.hosts.node_exporter import NodeExporterSource
@@ -73,8 +74,8 @@ def test_namespaces_join_by_uuid_with_no_mapping_and_rates_follow_the_pages() ->
     clock = Clock(T0)
     with Simulator("nvme-tcp", clock=clock) as sim:
         records = {rec["uuid"]: rec for rec in namespace_records(sim)}
-        src = NodeExporterSource(
-            HostTarget(name="ora01", url=f"{sim.url}/linux/ora01/metrics"), directory(sim)
+        src = joining.joined(
+            NodeExporterSource(HostTarget(name="ora01", url=f"{sim.url}/linux/ora01/metrics")), directory(sim)
         )
         src.clock = clock
         p0 = page(sim, "ora01")
@@ -117,7 +118,7 @@ def test_the_collector_publishes_the_namespaces_and_a_lost_controller_is_a_lost_
         rounds(ex, clock, 2)
         src = next(x for x in ex.sources if x.name == "ora01")
         assert isinstance(src, NodeExporterSource)
-        disks = host_disks(src.poll())
+        disks = host_disks(ex.join.apply(src.poll()))  # as the exporter's pipeline joins it
         assert disks["nvme0n1"].mapped and disks["nvme0n1"].lun.startswith("/vol/ora01_data")
         # lose the second path of the host's first namespace (nvme0n1: controllers nvme0 and nvme1)
         host = next(h for h in sim.estate.world().hosts if h.name == "ora01")
@@ -126,7 +127,7 @@ def test_the_collector_publishes_the_namespaces_and_a_lost_controller_is_a_lost_
         rounds(ex, clock, 3)
         after = page(sim, "ora01")
         assert value(after, "node_nvme_info", device="nvme1", state="connecting") == 1.0
-        d = host_disks(src.poll())["nvme0n1"]
+        d = host_disks(ex.join.apply(src.poll()))["nvme0n1"]
         assert (d.observed_paths, d.configured_paths) == (1, 2)
         assert {p.path: p.state for p in d.path_stats} == {"nvme0c0n1": "live", "nvme0c1n1": "connecting"}
         found = [

@@ -13,6 +13,7 @@ from unittest import mock
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
+from tests import joining
 
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
@@ -78,8 +79,8 @@ def test_linux_disks_join_their_luns_by_wwid_with_no_mapping() -> None:
     clock = Clock(T0)
     with Simulator("path-faults", clock=clock) as sim:
         assert sim.linux_hosts == ["ora01"] and "ora01" not in sim.hosts
-        src = NodeExporterSource(
-            HostTarget(name="ora01", url=f"{sim.url}/linux/ora01/metrics"), directory(sim)
+        src = joining.joined(
+            NodeExporterSource(HostTarget(name="ora01", url=f"{sim.url}/linux/ora01/metrics")), directory(sim)
         )
         src.clock = clock
         p0 = page(sim, "ora01")
@@ -161,7 +162,7 @@ def rounds(ex: Exporter, clock: Clock, n: int) -> None:
             clock.t += STEP
         for s in ex.sources:
             try:
-                ex.state.record_success(s.poll(), 0.1)
+                ex.pipeline.record_success(s.poll(), 0.1)
             except SourceError as e:
                 raise AssertionError(f"{s.name}: {e}") from None
         ex.engine.evaluate_pending()

@@ -10,7 +10,6 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import Config, DiagnoseConfig, Duration, OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
 from sanlens.runtime import Exporter
 from sanlens_sim.server import Simulator
@@ -134,7 +133,7 @@ def test_fc_ports_and_the_fcp_table_feed_the_view_and_the_exposition() -> None:
     from sanlens_sim.server import Simulator
 
     with Simulator(scenario="san-oversubscription", port=0) as sim:
-        src = OntapSource(OntapTarget(name="c1", url=sim.url, tables=["fcp", "lun"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=sim.url, tables=["fcp", "lun"]))
         src.poll()
         time.sleep(1.1)
         snap = src.poll()

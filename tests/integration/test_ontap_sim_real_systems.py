@@ -13,7 +13,6 @@ import requests
 
 from sanlens.config import OntapTarget
 from sanlens.diagnose import disk_busy_imbalance as imbalance
-from sanlens.join import LunDirectory
 from sanlens.ontap.collector import OntapSource
 from sanlens_sim.server import Simulator
 from sim_client import record_counters, running
@@ -60,7 +59,7 @@ def test_partial_aggregation_lowers_the_summed_rows_by_the_missing_node() -> Non
 
 def test_collector_exposes_no_counter_for_partial_rows_and_the_view_keeps_system_node() -> None:
     with running("healthy", real_time=True) as (s, _clock):
-        src = OntapSource(OntapTarget(name="c1", url=s.url, tables=["lun", "system:node"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=s.url, tables=["lun", "system:node"]))
         try:
             whole = {m.name: m for m in src.poll().metrics}
             time.sleep(0.5)
@@ -116,7 +115,7 @@ def test_an_upgrade_changes_the_schema_and_the_collector_follows_at_the_next_pol
     with running("healthy", real_time=True, ontap_version="9.11.1") as (s, _clock):
         schema = requests.get(f"{s.url}/api/cluster/counter/tables/lun", timeout=10).json()
         assert "queue_full" not in {c["name"] for c in schema["counter_schemas"]}
-        src = OntapSource(OntapTarget(name="c1", url=s.url, tables=["lun"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=s.url, tables=["lun"]))
         try:
             before = {m.name: m for m in src.poll().metrics}
             s.set_scenario("healthy", ontap_version="9.12.1")
@@ -142,7 +141,7 @@ def test_missing_table_fault_answers_ontaps_404_and_the_poll_survives() -> None:
         }
         listed = requests.get(f"{s.url}/api/cluster/counter/tables", timeout=10).json()["records"]
         assert "fcp" not in {t["name"] for t in listed}
-        src = OntapSource(OntapTarget(name="c1", url=s.url, tables=["lun", "fcp"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=s.url, tables=["lun", "fcp"]))
         try:
             fams = {m.name: m for m in src.poll().metrics}
         finally:
@@ -157,7 +156,7 @@ def test_missing_table_fault_answers_ontaps_404_and_the_poll_survives() -> None:
 # ----------------------------------------------------------------- parity disks
 def test_parity_disks_idle_under_reads_and_the_diagnosis_judges_data_disks_only() -> None:
     with running("rebuild-during-oltp", real_time=True, rebuild_after_s=10_000) as (s, _clock):
-        src = OntapSource(OntapTarget(name="c1", url=s.url, tables=["disk:constituent"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=s.url, tables=["disk:constituent"]))
         try:
             src.poll()
             time.sleep(1.0)

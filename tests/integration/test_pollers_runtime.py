@@ -12,9 +12,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
+from sanlens.config.models import WindowsExporterHost
 from sanlens.errors import ConfigError
+from sanlens.poller import MIN_POLL_DEADLINE_S, POLL_DEADLINE_RATIO
 from sanlens.runtime import Exporter
-from sanlens.state import MIN_POLL_DEADLINE_S, POLL_DEADLINE_RATIO
 from sanlens_sim.server import Simulator
 from slow_http import TrickleServer
 
@@ -68,7 +69,7 @@ def host(sim: Simulator, i: int, interval: float = 1.0) -> HostTarget:
     h = sim.hosts[i]
     url = f"{sim.url}/windows/{h}/metrics"
     if interval < 1:
-        return HostTarget.model_construct(name=h, url=url, poll_interval=Duration(interval))
+        return WindowsExporterHost.model_construct(name=h, url=url, poll_interval=Duration(interval))
     return HostTarget(name=h, url=url, poll_interval=Duration(interval))
 
 

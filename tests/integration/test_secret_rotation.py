@@ -18,7 +18,6 @@ from tests.k8s_secret import SecretVolume
 from sanlens.config import AuthConfig, Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.windows_exporter import WindowsExporterSource
-from sanlens.join import LunDirectory
 from sanlens.ontap.client import POOL_SIZE
 from sanlens.ontap.collector import OntapSource
 from sanlens.runtime import Exporter
@@ -56,7 +55,7 @@ def test_ontap_source_follows_a_kubernetes_secret_rotation_without_restart(
 ) -> None:
     vol = SecretVolume(tmp_path / "secrets", "old-Pa55")
     auth = AuthConfig(username="sanlens", password_file=vol.path)
-    src = OntapSource(OntapTarget(name="c1", url=sim.url, auth=auth, tables=["lun"]), LunDirectory())
+    src = OntapSource(OntapTarget(name="c1", url=sim.url, auth=auth, tables=["lun"]))
     try:
         assert src.poll().view is not None
         ACCEPTED[0] = "new-Pa55"  # the cluster's password changes; the Secret follows a little later
@@ -81,11 +80,9 @@ def test_the_401_fault_with_an_unchanged_secret_is_one_request_per_poll(
     vol = SecretVolume(tmp_path / "secrets", "old-Pa55")
     sim.set_faults(status_401=True)
     auth = AuthConfig(username="sanlens", password_file=vol.path)
-    src = OntapSource(OntapTarget(name="c1", url=sim.url, auth=auth), LunDirectory())
+    src = OntapSource(OntapTarget(name="c1", url=sim.url, auth=auth))
     host = sim.hosts[0]
-    win = WindowsExporterSource(
-        HostTarget(name=host, url=f"{sim.url}/windows/{host}/metrics", auth=auth), LunDirectory()
-    )
+    win = WindowsExporterSource(HostTarget(name=host, url=f"{sim.url}/windows/{host}/metrics", auth=auth))
     try:
         for _ in range(3):
             for source in (src, win):

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from tests.joining import joined
 
 from sanlens import server as server_mod
 from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
@@ -23,6 +24,7 @@ from sanlens.hosts.registry import make_host_source
 from sanlens.join import LunDirectory
 from sanlens.model import MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
+from sanlens.pipeline import Pipeline
 from sanlens.server import ExporterServer
 from sanlens.state import State
 from sanlens_sim.server import Simulator
@@ -225,7 +227,7 @@ def test_tables_are_polled_side_by_side() -> None:
     """With every answer delayed, a poll takes about its slowest request chain, not the sum."""
     delay = 0.3
     with Simulator(scenario="healthy", port=0) as sim:
-        src = OntapSource(OntapTarget(name="c1", url=sim.url), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=sim.url))
         try:
             src.poll()  # inventory, schemas: the first poll's extra requests
             sim.set_faults(latency_ms=delay * 1000)
@@ -251,28 +253,31 @@ def test_a_healthy_estate_costs_next_to_no_diagnosis_series() -> None:
     """Diagnosis series follow problems, not the estate: healthy subjects are counted, not listed."""
     with Simulator(scenario="healthy", port=0, luns=1500, volumes=600, disks=200) as sim:
         directory = LunDirectory()
-        sources = [OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url), directory)]
+        sources = [joined(OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url)), directory)]
         sources += [
-            make_host_source(
-                HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics", poll_interval=Duration(15.0)),
+            joined(
+                make_host_source(
+                    HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics", poll_interval=Duration(15.0)),
+                ),
                 directory,
             )
             for h in sim.hosts
         ]
         state = State()
-        state.engine = engine = Engine(DiagnoseConfig(sustain_scale=0.01))
+        engine = Engine(DiagnoseConfig(sustain_scale=0.01))
+        pipeline = Pipeline(state, engine=engine)
         try:
             for i in range(3):
                 if i:
                     time.sleep(1.0)
                 for src in sources:
-                    state.record_success(src.poll(), 0.1)
+                    pipeline.record_success(src.poll(), 0.1)
         finally:
             for src in sources:
                 src.close()
     from sanlens.exposition import Exposition
 
-    page = Exposition(state).text().decode()
+    page = Exposition(state, engine=engine).text().decode()
     series = [line for line in page.splitlines() if line and not line.startswith("#")]
     diagnosis = [line for line in series if line.startswith("sanlens_diagnosis_")]
     estate = [line for line in series if line.startswith(("sanlens_ontap_", "sanlens_host_"))]

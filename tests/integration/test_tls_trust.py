@@ -20,7 +20,6 @@ import pytest
 from sanlens.config import AuthConfig, Config, DiagnoseConfig, Duration, HostTarget, OntapTarget, TLSConfig
 from sanlens.errors import SourceError
 from sanlens.hosts.windows_exporter import WindowsExporterSource
-from sanlens.join import LunDirectory
 from sanlens.ontap.client import OntapClient
 from sanlens.runtime import Exporter
 from sanlens_sim.server import Simulator
@@ -88,9 +87,7 @@ def ontap(url: str, tls: TLSConfig, **kw: object) -> OntapClient:
 
 def windows(sim: Simulator, tls: TLSConfig) -> WindowsExporterSource:
     host = sim.hosts[0]
-    return WindowsExporterSource(
-        HostTarget(name=host, url=f"{sim.url}/windows/{host}/metrics", tls=tls), LunDirectory()
-    )
+    return WindowsExporterSource(HostTarget(name=host, url=f"{sim.url}/windows/{host}/metrics", tls=tls))
 
 
 # ------------------------------------------------------------------ the configured trust wins
@@ -202,7 +199,7 @@ def test_the_poll_error_keeps_its_reason_and_logs_one_line_without_secrets(
         diagnose=DiagnoseConfig(sustain_scale=0.01),
     )
     exp = Exporter(cfg)
-    with caplog.at_level(logging.WARNING, logger="sanlens.state"):
+    with caplog.at_level(logging.WARNING, logger="sanlens.poller"):
         exp.start()
         try:
             deadline, page = time.monotonic() + 20, ""

@@ -6,6 +6,7 @@ import time
 
 import pytest
 import requests
+from tests.joining import joined
 
 from sanlens.config import Duration, HostTarget
 from sanlens.hosts.registry import make_host_source
@@ -41,8 +42,10 @@ def test_windows_exporter_source_against_simulator() -> None:
         directory = _directory(sim.url, sim.cluster_name)
         assert len(directory) > 0
         host = sim.hosts[0]
-        src = make_host_source(
-            HostTarget(name=host, url=f"{sim.url}/windows/{host}/metrics", poll_interval=Duration(1)),
+        src = joined(
+            make_host_source(
+                HostTarget(name=host, url=f"{sim.url}/windows/{host}/metrics", poll_interval=Duration(1)),
+            ),
             directory,
         )
         first = src.poll()
@@ -107,12 +110,16 @@ def _sources(sim: object, clock: _Clock) -> dict[str, object]:
 
     url = sim.url  # type: ignore[attr-defined]
     directory = _directory(url, sim.cluster_name)  # type: ignore[attr-defined]
-    exporter = make_host_source(HostTarget(name="sql01", url=f"{url}/windows/sql01/metrics"), directory)
+    exporter = joined(
+        make_host_source(HostTarget(name="sql01", url=f"{url}/windows/sql01/metrics")), directory
+    )
     exporter.clock = clock  # type: ignore[attr-defined]
-    winrm = WinRMSource(
-        HostTarget(name="sql01", source="winrm", url="https://sql01:5986/wsman"),
+    winrm = joined(
+        WinRMSource(
+            HostTarget(name="sql01", source="winrm", url="https://sql01:5986/wsman"),
+            transport=_SimWinRM(f"{url}/windows/sql01/winrm"),
+        ),
         directory,
-        transport=_SimWinRM(f"{url}/windows/sql01/winrm"),
     )
     return {"windows_exporter": exporter, "winrm": winrm}
 

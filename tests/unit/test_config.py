@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from sanlens.config import counter_tables, parse_duration
-from sanlens.config_load import load_config_text
+from sanlens.config.load import load_config_text
 from sanlens.errors import ConfigError
 
 GOOD = """\

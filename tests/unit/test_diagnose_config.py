@@ -10,7 +10,7 @@ from tests.builders import engine
 
 from sanlens.cli import main
 from sanlens.config import Config, DiagnoseConfig
-from sanlens.config_load import load_config_text
+from sanlens.config.load import load_config_text
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import REGISTRY, alert_name, check, validate_config
 from sanlens.errors import ConfigError

@@ -330,8 +330,7 @@ def test_metric_families_and_labels() -> None:
 
 def test_diagnoses_and_metrics_over_http() -> None:
     st = State()
-    st.engine = _firing_engine()
-    srv = ExporterServer(st, "127.0.0.1:0")
+    srv = ExporterServer(st, "127.0.0.1:0", engine=_firing_engine())
     srv.start()
     try:
         base = f"http://127.0.0.1:{srv.port}"

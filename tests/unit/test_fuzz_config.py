@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sanlens.config import Config
-from sanlens.config_load import check_config, load_config_text
+from sanlens.config.load import check_config, load_config_text
 from sanlens.diagnose.registry import validate_config
 from sanlens.errors import ConfigError
 

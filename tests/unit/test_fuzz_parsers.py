@@ -34,7 +34,8 @@ from sanlens.hosts.exporter_scrape import ScrapeParseError, parse_scrape
 from sanlens.hosts.linux_text import LinuxTextError, parse_iostat, parse_sar_disk
 from sanlens.hosts.node_exporter import NodeScrapeError, parse_node_exporter
 from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError
-from sanlens.ontap.cooking import CaptureError, iter_json_samples, rows_from_response
+from sanlens.ontap.cooking import CaptureError
+from sanlens.ontap.counter_json import iter_json_samples, rows_from_response
 from sanlens.ontap.statistics_text import iter_statistics_samples
 from sanlens.ontap.sysstat_text import iter_sysstat_samples
 

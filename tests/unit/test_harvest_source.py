@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 import responses
+from tests.joining import joined
 
 from sanlens.config import DiagnoseConfig, Duration, OntapTarget
 from sanlens.diagnose import disk_failed
@@ -16,7 +17,8 @@ from sanlens.errors import SourceError
 from sanlens.join import LunDirectory
 from sanlens.model import OntapView
 from sanlens.ontap import inputs
-from sanlens.ontap.harvest_source import HarvestSource, lun_path, serial_of
+from sanlens.ontap.harvest_source import HarvestSource
+from sanlens.ontap.harvest_views import lun_path, serial_of
 
 PROM = "https://prom.example"
 
@@ -147,7 +149,7 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
         harvest_data_interval=Duration(20),
     )
     directory = LunDirectory()
-    src = HarvestSource(target, directory)
+    src = joined(HarvestSource(target), directory)
     snap = src.poll()
     view = snap.view
     assert src.queries == 7 and len(responses.calls) == 7
@@ -188,16 +190,17 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
 @responses.activate
 def test_a_query_the_api_refuses_fails_the_poll_with_its_message() -> None:
     responses.get(f"{PROM}/api/v1/query", json={"status": "error", "error": "parse error at char 3"})
-    src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), LunDirectory())
+    src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"))
     with pytest.raises(SourceError, match="parse error"):
         src.poll()
 
 
 def test_each_kind_is_one_query_aggregated_to_the_labels_read() -> None:
     """The API answers only the labels sanlens reads: Harvest's info families carry up to 29."""
-    from sanlens.ontap.harvest_source import LUN, READ_BY, query_of
+    from sanlens.ontap.harvest_series import queries
 
-    q = query_of(LUN, 'cluster="c1"')
+    lun = next(x for x in queries() if x.name == "lun")
+    q = lun.text('cluster="c1"')
     assert q.startswith('max by (__name__, svm, volume, lun) ({__name__=~"lun_read_ops|')
     assert "lun_labels|" not in q and '|lun_labels"' not in q, (
         "the info family is read apart, by its own labels"
@@ -206,7 +209,7 @@ def test_each_kind_is_one_query_aggregated_to_the_labels_read() -> None:
         'label_replace(max by (svm, volume, lun, qtree, node, serial_hex, state) (lun_labels{cluster="c1"})'
         in q
     )
-    assert q.count('cluster="c1"') == 2 and READ_BY[LUN][1][0][0] == "lun_labels"
+    assert q.count('cluster="c1"') == 2 and [i.name for i in lun.info] == ["lun_labels"]
 
 
 @responses.activate
@@ -239,7 +242,7 @@ def test_an_older_harvest_without_serial_hex_is_named_not_silently_unjoined() ->
 
         responses.add_callback(responses.GET, f"{PROM}/api/v1/query", callback=answer)
         directory = LunDirectory()
-        src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), directory)
+        src = joined(HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus")), directory)
         status = src.poll().inputs
         src.close()
         assert status is not None
@@ -274,7 +277,7 @@ def test_a_disk_harvest_marks_failed_is_a_broken_disk_and_disk_failed_judges_it(
         return 200, {}, json.dumps(page if "raid_disk_busy" in req.url else vector())
 
     responses.add_callback(responses.GET, f"{PROM}/api/v1/query", callback=answer)
-    src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), LunDirectory())
+    src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"))
     view = src.poll().view
     src.close()
     assert isinstance(view, OntapView)

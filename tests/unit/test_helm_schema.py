@@ -1,7 +1,7 @@
 """The chart's `config` schema is generated from the exporter's config model, and agrees with it.
 
 helm/build.py writes `properties.config` of helm/sanlens/values.schema.json from the
-pydantic model of exporter/sanlens/config.py (with the diagnosis registry's ranges). These
+pydantic models of exporter/sanlens/config/ (with the diagnosis registry's ranges). These
 tests hold it to three promises: it is current; it never refuses a config the exporter
 accepts (except the chart's credentials rule); and what it refuses, the exporter refuses
 too, at every bound it writes and for the rules across keys.
@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from sanlens.config_load import load_config_text
+from sanlens.config.load import load_config_text
 from sanlens.diagnose.registry import REGISTRY, validate_config
 from sanlens.errors import ConfigError
 
@@ -41,7 +41,8 @@ BASE: dict[str, Any] = {
 WHERE = {
     "Config": ((), SCHEMA["properties"]),
     "OntapTarget": (("ontap", 0), SCHEMA["properties"]["ontap"]["items"]["properties"]),
-    "HostTarget": (("hosts", 0), SCHEMA["properties"]["hosts"]["items"]["properties"]),
+    # the hosts of BASE use the default source, windows_exporter: the first model of the union
+    "HostTarget": (("hosts", 0), SCHEMA["properties"]["hosts"]["items"]["oneOf"][0]["properties"]),
     "DiagnoseConfig": (("diagnose",), SCHEMA["properties"]["diagnose"]["properties"]),
 }
 
@@ -226,6 +227,6 @@ def test_documented_config_example_passes_both(page: str) -> None:
 
 
 def test_descriptions_come_from_the_config_model() -> None:
-    hosts = SCHEMA["properties"]["hosts"]["items"]["properties"]
-    assert hosts["files"]["description"] == "perfmon source: CSV/TSV logs"
+    perfmon = SCHEMA["properties"]["hosts"]["items"]["oneOf"][2]["properties"]
+    assert perfmon["files"]["description"] == "perfmon source: CSV/TSV logs"
     assert SCHEMA["properties"]["diagnose"]["properties"]["history"]["default"] == 240

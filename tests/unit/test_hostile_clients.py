@@ -18,7 +18,6 @@ from sanlens.abortable import MAX_REDIRECTS, PollAborted
 from sanlens.config import AuthConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory
 from sanlens.ontap.client import RETRY_AFTER_MAX_S, OntapClient, OntapError, retry_after
 
 BASE = "https://cluster1.example"
@@ -35,7 +34,7 @@ def client(retries: int = 0, backoff: float = 0.0, **kw: Any) -> OntapClient:
 
 def host(**kw: Any) -> Any:
     auth = AuthConfig(username="monitor", password=PASSWORD)
-    return make_host_source(HostTarget(name="win01", url=HOST_URL, auth=auth, **kw), LunDirectory())
+    return make_host_source(HostTarget(name="win01", url=HOST_URL, auth=auth, **kw))
 
 
 def reason_of(fn: Any) -> SourceError:

@@ -22,7 +22,6 @@ from sanlens.config import HostTarget, OntapTarget
 from sanlens.errors import SourceError
 from sanlens.exposition import Exposition
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory
 from sanlens.model import MetricBuilder, OntapView, Snapshot
 from sanlens.ontap.collector import OntapSource
 from sanlens.ontap.harvest_source import HarvestSource
@@ -89,7 +88,7 @@ def query_api() -> Iterator[int]:
 
 def test_a_refused_query_names_the_api_without_the_password_in_its_url(query_api: int) -> None:
     target = OntapTarget(name="hv", source="prometheus", url=f"http://admin:{PASSWORD}@127.0.0.1:{query_api}")
-    src = HarvestSource(target, LunDirectory())
+    src = HarvestSource(target)
     try:
         with pytest.raises(SourceError) as e:
             src.poll()
@@ -103,7 +102,7 @@ def test_a_refused_query_names_the_api_without_the_password_in_its_url(query_api
 @responses.activate
 def test_a_megabyte_error_body_is_clipped_in_the_message() -> None:
     responses.get(f"{PROM}/api/v1/query", json={"status": "error", "error": "x" * 1_000_000})
-    src = HarvestSource(OntapTarget(name="hv", url=PROM, source="prometheus"), LunDirectory())
+    src = HarvestSource(OntapTarget(name="hv", url=PROM, source="prometheus"))
     with pytest.raises(SourceError) as e:
         src.poll()
     assert len(str(e.value)) < 2000
@@ -147,7 +146,7 @@ def test_no_log_line_shows_a_urls_user_info(capsys: pytest.CaptureFixture[str]) 
 def test_check_config_warns_of_a_password_in_a_url_without_echoing_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, target: dict[str, str]
 ) -> None:
-    from sanlens.config_load import check_config
+    from sanlens.config.load import check_config
 
     section = "ontap" if "source" not in target else "hosts"
     path = tmp_path / "sanlens.yaml"
@@ -254,7 +253,7 @@ def _ontap_poll(records: list[Any]) -> Snapshot:
             rsps.get(f"{BASE}/api/{path}", json={"records": [], "num_records": 0})
         rsps.get(f"{BASE}/api/cluster/counter/tables/volume", json=VOLUME_SCHEMA)
         rsps.get(f"{BASE}/api/cluster/counter/tables/volume/rows", json={"records": records})
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["volume"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["volume"]))
         try:
             return src.poll()
         finally:
@@ -321,7 +320,7 @@ HARVEST_CASES: dict[str, tuple[dict[str, Any], str]] = {
 def test_harvest_answers_that_are_garbage_are_named_malformed(case: str) -> None:
     answer, expected = HARVEST_CASES[case]
     responses.get(f"{PROM}/api/v1/query", json=answer)
-    src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"), LunDirectory())
+    src = HarvestSource(OntapTarget(name="c1", url=PROM, source="prometheus"))
     if expected == "malformed":
         with pytest.raises(SourceError) as e:
             src.poll()
@@ -370,7 +369,7 @@ HOST_CASES: dict[str, tuple[Any, str, str]] = {
 def test_host_pages_with_a_series_twice_are_refused(case: str) -> None:
     source, page, expected = HOST_CASES[case]
     responses.get(HOST + "/metrics", body=page)
-    src = make_host_source(HostTarget(name="h1", url=HOST, source=source), LunDirectory())
+    src = make_host_source(HostTarget(name="h1", url=HOST, source=source))
     try:
         if expected == "refused":
             with pytest.raises(SourceError) as e:

@@ -87,8 +87,7 @@ def test_both_copies_serving_is_reported_and_never_flips_silently() -> None:
     assert (amb.serial, amb.chosen, amb.clusters) == (SERIAL, "siteA", ("siteA", "siteB"))
     # and the exporter says so on /metrics
     st = State()
-    st.directory = d
-    text = Exposition(st).text().decode()
+    text = Exposition(st, directory=d).text().decode()
     fams = {f.name: f for f in text_string_to_metric_families(text)}
     (s,) = fams["sanlens_lun_join_ambiguous"].samples
     assert s.labels == {"serial": SERIAL, "cluster": "siteA", "candidates": "siteA,siteB"} and s.value == 1

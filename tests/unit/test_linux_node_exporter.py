@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from tests.joining import joined
 
 from sanlens.config import HostTarget
 from sanlens.errors import SourceError
@@ -352,7 +353,7 @@ def _target() -> HostTarget:
 
 
 def test_a_collector_node_exporter_lacks_is_dropped_and_the_scrape_repeated() -> None:
-    src = NodeExporterSource(_target(), LunDirectory())
+    src = NodeExporterSource(_target())
     asked: list[str] = []
     page = host_page(0.0).text()
 
@@ -372,7 +373,7 @@ def test_a_collector_node_exporter_lacks_is_dropped_and_the_scrape_repeated() ->
 
 
 def test_other_http_errors_and_pages_without_diskstats_are_source_errors() -> None:
-    src = NodeExporterSource(_target(), LunDirectory())
+    src = NodeExporterSource(_target())
     src.fetch = lambda url: _Resp(500, "boom")  # type: ignore[method-assign]
     with pytest.raises(SourceError) as e:
         src.poll()
@@ -389,8 +390,9 @@ def test_the_map_joins_its_lun_by_wwid_and_make_host_source_builds_the_source() 
     directory.publish("c1", [LunIdentity("c1", "svm1", "oradata", "/vol/oradata/lun0", SERIAL)])
     target = _target()
     object.__setattr__(target, "source", "node_exporter")  # the config's Literal does not list it yet
-    src = make_host_source(target, directory)
-    assert isinstance(src, NodeExporterSource)
+    source = make_host_source(target)
+    assert isinstance(source, NodeExporterSource)
+    src = joined(source, directory)
     src.fetch = lambda url: _Resp(200, host_page(0.0).text())  # type: ignore[attr-defined]
     d = by_disk(src.poll())["mpatha"]
     assert (d.cluster, d.svm, d.lun, d.lun_serial) == ("c1", "svm1", "/vol/oradata/lun0", SERIAL)

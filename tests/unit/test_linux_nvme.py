@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.joining import joined
 
 from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.hosts.mapping import resolve
@@ -212,7 +213,7 @@ class _Resp:
 
 
 def _poll_twice(pages: list[str], directory: LunDirectory, target: HostTarget | None = None) -> HostDiskStats:
-    src = NodeExporterSource(target or HostTarget(name="ora01", url="http://ora01:9100"), directory)
+    src = joined(NodeExporterSource(target or HostTarget(name="ora01", url="http://ora01:9100")), directory)
     it = iter(pages)
 
     def fetch(url: str) -> Any:

@@ -18,7 +18,6 @@ import responses
 
 from conftest import fixture_path
 from sanlens.config import OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.ontap import collector as collector_mod
 from sanlens.ontap.catalogue import catalogue
 from sanlens.ontap.collector import OntapSource
@@ -153,7 +152,7 @@ def test_a_counter_the_cluster_lacks_is_logged_once_and_exposed(
             f"{BASE}/api/cluster/counter/tables/lun", json=_schema_without("lun", "average_write_latency")
         )
         rsps.get(f"{BASE}/api/cluster/counter/tables/lun/rows", json={"records": [], "num_records": 0})
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun"], schema_refresh=0), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun"], schema_refresh=0))
         s1 = src.poll()
         t[0] += 60
         src.poll()

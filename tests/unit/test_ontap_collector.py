@@ -12,7 +12,6 @@ import responses
 
 from conftest import fixture_path
 from sanlens.config import OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.ontap import collector as collector_mod
 from sanlens.ontap.collector import OntapSource
 
@@ -55,7 +54,7 @@ def _two_polls(monkeypatch: pytest.MonkeyPatch, table: str, schema: str, rows1: 
         _inventory(rsps)
         rsps.get(f"{BASE}/api/cluster/counter/tables/{q}", json=_load(schema))
         rsps.get(f"{BASE}/api/cluster/counter/tables/{q}/rows", json=_load(rows1))
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=[table], **target), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=[table], **target))
         s1 = src.poll()
         rsps.replace(responses.GET, f"{BASE}/api/cluster/counter/tables/{q}/rows", json=_load(rows2))
         clock.t += dt
@@ -187,7 +186,7 @@ def test_counter_table_404_falls_back_to_statistics_fields() -> None:
     responses.replace(responses.GET, f"{BASE}/api/storage/volumes", json=stats)
     responses.get(f"{BASE}/api/storage/luns", json={"records": []})
     responses.get(f"{BASE}/api/cluster/nodes", json={"records": []})
-    src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["volume"]), LunDirectory())
+    src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["volume"]))
     snap = src.poll()
     fam = {m.name: m for m in snap.metrics}["sanlens_ontap_volume_ops_total"]
     rec = next(r for r in stats["records"] if (r.get("statistics") or {}).get("iops_raw"))
@@ -204,7 +203,7 @@ def test_older_ontap_uses_fallback_without_asking_for_counter_tables() -> None:
     responses.get(f"{BASE}/api/cluster/nodes", json={"records": [{"name": "n1", "statistics": {
         "timestamp": "2024-07-29T16:14:56Z", "status": "ok",
         "processor_utilization_raw": 500, "processor_utilization_base": 1000}}]})  # fmt: skip
-    src = OntapSource(OntapTarget(name="c1", url=BASE), LunDirectory())
+    src = OntapSource(OntapTarget(name="c1", url=BASE))
     snap = src.poll()
     assert not any("/counter/tables" in c.request.url for c in responses.calls)
     # processor_utilization is the average over the processors (Harvest's KeyPerf: node_avg_processor_busy)
@@ -250,7 +249,7 @@ def test_each_table_is_cooked_against_the_time_its_rows_arrived(monkeypatch: pyt
         rsps.add_callback(
             responses.GET, f"{BASE}/api/cluster/counter/tables/volume/rows", callback=slow_volume
         )
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun", "volume"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun", "volume"]))
         src.poll()
         snap = src.poll()
     assert snap.view is not None, snap

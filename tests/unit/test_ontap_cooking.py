@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from sanlens.ontap.cooking import CaptureError, CounterSpec, cook_row, rows_from_response
+from sanlens.ontap.cooking import CaptureError, CounterSpec, cook_row
+from sanlens.ontap.counter_json import rows_from_response
 
 SCHEMAS = {
     "lun": {

@@ -29,7 +29,6 @@ from tests.builders import (
 
 from conftest import fixture_path
 from sanlens.config import OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.model import AggregateInfo, DiskStats, NodeStats
 from sanlens.ontap.collector import OntapSource
 
@@ -74,7 +73,7 @@ def test_incomplete_system_node_rows_export_no_counters_but_keep_the_row() -> No
         rsps.get(f"{BASE}/api/cluster/counter/tables/{NODE_Q}",
                  json=_load("ontap/restperf/system-node-schema-vsim.json"))  # fmt: skip
         rsps.get(f"{BASE}/api/cluster/counter/tables/{NODE_Q}/rows", json=doc)
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["system:node"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["system:node"]))
         snap = src.poll()
     fams = _fams(snap)
     for fam in ("sanlens_ontap_node_cpu_busy_seconds_total", "sanlens_ontap_node_cpu_elapsed_seconds_total"):
@@ -100,7 +99,7 @@ def test_skip_incomplete_aggregation_false_still_keeps_partial_sums_off_metrics(
         rsps.get(f"{BASE}/api/cluster/counter/tables/volume", json=_load("ontap/restperf/volume-schema.json"))
         rsps.get(f"{BASE}/api/cluster/counter/tables/volume/rows", json=docs[0])
         target = OntapTarget(name="c1", url=BASE, tables=["volume"], skip_incomplete_aggregation=False)
-        src = OntapSource(target, LunDirectory())
+        src = OntapSource(target)
         first = _series(_fams(src.poll())["sanlens_ontap_volume_bytes_total"], "volume")
         rsps.replace(responses.GET, f"{BASE}/api/cluster/counter/tables/volume/rows", json=docs[1])
         second = _series(_fams(src.poll())["sanlens_ontap_volume_bytes_total"], "volume")
@@ -138,7 +137,7 @@ def test_cpu_busy_follows_the_busiest_domain_and_the_average_is_its_own_field() 
         rsps.get(f"{BASE}/api/cluster/counter/tables/{NODE_Q}",
                  json=_load("ontap/restperf/system-node-schema-vsim.json"))  # fmt: skip
         rsps.get(f"{BASE}/api/cluster/counter/tables/{NODE_Q}/rows", json=p1)
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["system:node"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["system:node"]))
         src.poll()
         rsps.replace(responses.GET, f"{BASE}/api/cluster/counter/tables/{NODE_Q}/rows", json=p2)
         snap = src.poll()
@@ -218,7 +217,7 @@ def test_an_upgrade_rereads_the_counter_schema_at_once() -> None:
         _inventory(rsps, (9, 11, 1))
         schema = rsps.get(f"{BASE}/api/cluster/counter/tables/lun", json=_lun_schema(False))
         rows = rsps.get(f"{BASE}/api/cluster/counter/tables/lun/rows", json=_lun_rows(100, queue_full=False))
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun"]))
         before = _fams(src.poll())
         assert "queue_full" in _series(before["sanlens_ontap_counter_missing"], "counter")
         assert "sanlens_ontap_lun_queue_full_total" not in before
@@ -245,7 +244,7 @@ def test_one_missing_counter_table_costs_only_that_table(caplog: pytest.LogCaptu
         rsps.get(f"{BASE}/api/cluster/counter/tables/lun/rows", json=_lun_rows(100))
         rsps.get(f"{BASE}/api/cluster/counter/tables/fcp", status=404,
                  json={"error": {"message": "Table is not found", "code": "8585320"}})  # fmt: skip
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun", "fcp"]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=["lun", "fcp"]))
         with caplog.at_level("WARNING", logger="sanlens.ontap.collector"):
             snap = src.poll()
             src.poll()
@@ -303,6 +302,6 @@ def test_raid_positions_come_from_the_plexes_into_the_view() -> None:
             {"disk": {"name": "1.0.0"}, "position": "dparity"},
             {"disk": {"name": "1.0.1"}, "position": "parity"},
             {"disk": {"name": "1.0.2"}, "position": "data"}]}]}]})  # fmt: skip
-    src = OntapSource(OntapTarget(name="c1", url=BASE, tables=[]), LunDirectory())
+    src = OntapSource(OntapTarget(name="c1", url=BASE, tables=[]))
     src.poll()
     assert src.inventory.disk_position == {"1.0.0": "dparity", "1.0.1": "parity", "1.0.2": "data"}

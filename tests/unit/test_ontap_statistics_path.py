@@ -18,7 +18,6 @@ import responses
 
 from conftest import fixture_path
 from sanlens.config import OntapTarget
-from sanlens.join import LunDirectory
 from sanlens.ontap import statistics
 from sanlens.ontap.collector import OntapSource
 
@@ -72,7 +71,7 @@ def test_volume_statistics_cook_over_ontaps_own_sample_times() -> None:
         for path in ("storage/namespaces", "network/ip/interfaces"):
             rsps.get(f"{BASE}/api/{path}", status=404, json=NOT_FOUND)
         _volumes_in_turn(rsps, [one, two])
-        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"))
         first = src.poll()
         second = src.poll()  # a few ms later by our clock: the rates run between ONTAP's timestamps
         assert not any("/counter/tables" in c.request.url for c in rsps.calls)
@@ -111,7 +110,7 @@ def test_a_record_with_no_new_sample_is_not_a_zero_rate() -> None:
                      "network/fc/ports", "network/ip/interfaces"):  # fmt: skip
             rsps.get(f"{BASE}/api/{path}", json=EMPTY)
         _volumes_in_turn(rsps, [one, one, _keyperf(2)])
-        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"))
         src.poll()
         same = src.poll()
         moved = src.poll()
@@ -150,7 +149,7 @@ def test_an_asa_r2_system_is_read_from_statistics_and_its_refusals_cost_only_wha
             rsps.get(f"{BASE}/api/{path}", status=404, json=NOT_FOUND)
         for path in ("storage/disks", "storage/volumes", "network/fc/ports", "network/ip/interfaces"):
             rsps.get(f"{BASE}/api/{path}", json=EMPTY)
-        src = OntapSource(OntapTarget(name="c1", url=BASE), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE))
         snap = src.poll()
         src.poll()
         asked = [c.request.url for c in rsps.calls]
@@ -189,7 +188,7 @@ def test_a_forbidden_optional_endpoint_is_reported_and_a_forbidden_lun_list_is_n
             json={"error": {"message": "not authorized", "code": "6"}},
         )
         rsps.get(f"{BASE}/api/network/ip/interfaces", json=EMPTY)
-        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=[]), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, tables=[]))
         snap = src.poll()
         fam = {m.name: m for m in snap.metrics}["sanlens_ontap_endpoint_missing"]
         assert [s[0][1:] for s in fam.samples] == [("/api/storage/namespaces", "forbidden")]
@@ -245,7 +244,7 @@ def test_lun_and_fc_port_statistics_cook_to_hand_arithmetic() -> None:
                 return 200, {}, json.dumps(next(answers))
 
             rsps.add_callback(responses.GET, f"{BASE}/api/{path}", callback=answer)
-        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"), LunDirectory())
+        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"))
         src.poll()
         second = src.poll()
     dt = 75.0

@@ -12,14 +12,14 @@ import pytest
 
 from sanlens.errors import SourceError
 from sanlens.model import Snapshot
-from sanlens.state import (
+from sanlens.poller import (
     BACKOFF_MAX_S,
     MIN_INTERVAL_S,
     Poller,
-    State,
     backoff,
     sane_interval,
 )
+from sanlens.state import State
 
 
 class FakeSource:

@@ -11,11 +11,10 @@ import responses
 import yaml
 
 from sanlens.config import Duration, HostTarget
-from sanlens.config_load import load_config_text
+from sanlens.config.load import load_config_text
 from sanlens.errors import ConfigError, SourceError
 from sanlens.hosts.catalogue import WINDOWS_EXPORTER
 from sanlens.hosts.prometheus_source import PrometheusHostSource, latest
-from sanlens.join import LunDirectory
 from sanlens.model import HostView
 
 PROM = "http://prom.example:9090"
@@ -58,7 +57,7 @@ def answer(result: list[dict[str, Any]], kind: str = "matrix") -> dict[str, Any]
 def test_one_instant_query_of_a_range_selector_names_the_hosts_families_and_selector() -> None:
     with responses.RequestsMock() as rsps:
         rsps.get(API, json=answer(windows_page(1000.0, 100.0, 1.0)))
-        src = PrometheusHostSource(target(), LunDirectory())
+        src = PrometheusHostSource(target())
         src.poll()
         (call,) = rsps.calls
     q = parse_qs(urlsplit(call.request.url).query)["query"][0]
@@ -78,7 +77,7 @@ def test_rates_divide_by_the_scrapes_interval_and_unwrap_a_32_bit_numerator() ->
     with responses.RequestsMock() as rsps:
         rsps.get(API, json=answer(windows_page(1000.0, 10_000.0, before)))
         rsps.get(API, json=answer(windows_page(1030.0, 13_000.0, after)))
-        src = PrometheusHostSource(target(), LunDirectory())
+        src = PrometheusHostSource(target())
         src.poll()
         snap = src.poll()
     assert isinstance(snap.view, HostView)
@@ -94,7 +93,7 @@ def test_a_poll_without_a_new_scrape_cooks_nothing_new() -> None:
         rsps.get(API, json=answer(windows_page(1000.0, 10_000.0, 1.0)))
         rsps.get(API, json=answer(windows_page(1030.0, 13_000.0, 7.0)))
         rsps.get(API, json=answer(windows_page(1030.0, 13_000.0, 7.0)))
-        src = PrometheusHostSource(target(), LunDirectory())
+        src = PrometheusHostSource(target())
         src.poll()
         second = src.poll()
         third = src.poll()
@@ -116,7 +115,7 @@ def test_the_join_is_exported_not_the_exporters_counters_again() -> None:
     with responses.RequestsMock() as rsps:
         rsps.get(API, json=answer(windows_page(1000.0, 100.0, 1.0)))
         rsps.get(API, json=answer(windows_page(1015.0, 400.0, 2.0)))
-        src = PrometheusHostSource(target(), LunDirectory())
+        src = PrometheusHostSource(target())
         src.poll()
         snap = src.poll()
     names = {m.name for m in snap.metrics}
@@ -135,9 +134,7 @@ def test_linux_hosts_go_through_the_node_exporter_parser() -> None:
     ]  # fmt: skip
     with responses.RequestsMock() as rsps:
         rsps.get(API, json=answer(result))
-        src = PrometheusHostSource(
-            target(exporter="node_exporter", selector='instance="ora1:9100"'), LunDirectory()
-        )
+        src = PrometheusHostSource(target(exporter="node_exporter", selector='instance="ora1:9100"'))
         snap = src.poll()
         q = parse_qs(urlsplit(rsps.calls[0].request.url).query)["query"][0]
     assert "node_dmmultipath_device_info" in q and "node_disk_busy" not in q.replace("node_disk_busy_", "")
@@ -162,7 +159,7 @@ def test_failures_name_what_went_wrong(status: int, body: Any, reason: str, word
             rsps.get(API, body=body, status=status)
         else:
             rsps.get(API, json=body, status=status)
-        src = PrometheusHostSource(target(), LunDirectory())
+        src = PrometheusHostSource(target())
         with pytest.raises(SourceError) as e:
             src.poll()
     assert e.value.reason == reason and words in str(e.value)
@@ -171,7 +168,7 @@ def test_failures_name_what_went_wrong(status: int, body: Any, reason: str, word
 def test_credentials_in_the_url_are_never_echoed() -> None:
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         rsps.get(API, status=500)
-        src = PrometheusHostSource(target(url="http://u:s3cret@prom.example:9090"), LunDirectory())
+        src = PrometheusHostSource(target(url="http://u:s3cret@prom.example:9090"))
         with pytest.raises(SourceError) as e:
             src.poll()
     assert "s3cret" not in str(e.value)

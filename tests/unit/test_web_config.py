@@ -10,16 +10,14 @@ import bcrypt
 import pytest
 from tests.pki import PKI, make_pki
 
-from sanlens.web_config import (
+from sanlens.config.web import RateLimitFile, WebConfigError, _go_duration, parse_web_config
+from sanlens.web_security import (
     BasicAuth,
-    RateLimit,
     TokenBucket,
-    WebConfigError,
     WebSecurity,
-    _go_duration,
     load_web_config,
     parse_basic_authorization,
-    parse_web_config,
+    tls_context,
 )
 
 HASH = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
@@ -192,9 +190,9 @@ rate_limit:
     assert cfg.tls.ciphers == ("ECDHE-ECDSA-AES128-GCM-SHA256",)
     assert cfg.headers == {"X-Content-Type-Options": "nosniff"}  # a blank header is unset
     assert cfg.users == {"prometheus": HASH.encode()}
-    assert cfg.rate_limit == RateLimit(90.0, 10)
+    assert cfg.rate_limit == RateLimitFile.model_validate({"interval": "1m30s", "burst": 10})
     assert set(cfg.files()) == {tmp_path / "certs" / n for n in ("tls.crt", "tls.key", "ca.crt")}
-    ctx = cfg.tls.context()
+    ctx = tls_context(cfg.tls)
     assert ctx.verify_mode is ssl.CERT_REQUIRED and ctx.minimum_version is ssl.TLSVersion.TLSv1_3
 
 
@@ -213,7 +211,7 @@ def test_inline_pem_loads_like_files(pki: PKI) -> None:
     )
     assert cfg.tls is not None and cfg.files() == ()
     assert "key" not in repr(cfg.tls).replace("key_file", "")  # the inline key stays out of reprs
-    assert cfg.tls.context().verify_mode is ssl.CERT_REQUIRED
+    assert tls_context(cfg.tls).verify_mode is ssl.CERT_REQUIRED
 
 
 def test_unreadable_certificates_fail_at_load_with_the_key_path(pki: PKI, tmp_path: Path) -> None:
@@ -333,7 +331,7 @@ def test_toolkit_style_2y_hashes_are_accepted() -> None:
 
 def test_token_bucket() -> None:
     clock = Clock()
-    bucket = TokenBucket(RateLimit(interval=10, burst=2), clock=clock)
+    bucket = TokenBucket(RateLimitFile.model_validate({"interval": "10s", "burst": 2}), clock=clock)
     assert [bucket.allow() for _ in range(3)] == [True, True, False]
     clock.now += 10
     assert [bucket.allow() for _ in range(2)] == [True, False]

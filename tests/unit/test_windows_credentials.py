@@ -15,7 +15,6 @@ from tests.k8s_secret import SecretVolume
 from sanlens.config import AuthConfig, Duration, HostTarget, TLSConfig
 from sanlens.errors import SourceError
 from sanlens.hosts.windows_exporter import WindowsExporterSource
-from sanlens.join import LunDirectory
 
 URL = "https://win01.example:9182"
 PAGE = '# TYPE windows_physical_disk_reads_total counter\nwindows_physical_disk_reads_total{disk="1"} 3\n'
@@ -23,7 +22,7 @@ PAGE = '# TYPE windows_physical_disk_reads_total counter\nwindows_physical_disk_
 
 def exporter(vol: SecretVolume, **kw: Any) -> WindowsExporterSource:
     t = HostTarget(name="sql01", url=URL, auth=AuthConfig(username="mon", password_file=vol.path), **kw)
-    return WindowsExporterSource(t, LunDirectory())
+    return WindowsExporterSource(t)
 
 
 def _sent(call: Any) -> str:
@@ -97,7 +96,7 @@ def test_windows_exporter_passes_tls_settings_with_each_request(
     tls: TLSConfig, expected: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent/env-bundle.pem")
-    src = WindowsExporterSource(HostTarget(name="sql01", url=URL, tls=tls), LunDirectory())
+    src = WindowsExporterSource(HostTarget(name="sql01", url=URL, tls=tls))
     sent: dict[str, object] = {}
 
     def send(request: requests.PreparedRequest, **kw: object) -> requests.Response:

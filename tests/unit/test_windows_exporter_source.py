@@ -7,6 +7,7 @@ import re
 import pytest
 import responses
 from tests.conftest import fixture_path
+from tests.joining import joined
 
 from sanlens.config import AuthConfig, HostDiskMapping, HostTarget, TLSConfig
 from sanlens.errors import SourceError
@@ -125,7 +126,7 @@ def test_two_scrapes_rates_and_mapping_by_serial(monkeypatch: pytest.MonkeyPatch
     )
     responses.get(re.compile(r"http://win01\.example:9182/metrics.*"), body=first)
     clock = iter([1000.0, 1015.0])
-    src = make_host_source(target(), directory())
+    src = joined(make_host_source(target()), directory())
     src.clock = lambda: next(clock)  # type: ignore[attr-defined]
     s1 = src.poll()
     assert s1.view is not None and s1.view.disks[1].read_iops is None  # no rates from one scrape
@@ -186,7 +187,7 @@ def test_static_mapping_by_drive_with_overrides(monkeypatch: pytest.MonkeyPatch)
             )
         ]
     )
-    snap = make_host_source(t, directory()).poll()
+    snap = joined(make_host_source(t), directory()).poll()
     assert snap.view is not None
     d = {x.disk: x for x in snap.view.disks}["1"]
     assert (d.cluster, d.svm, d.volume, d.lun) == ("cluster1", "svm1", "sql_log", "/vol/sql_log/lun0")
@@ -202,7 +203,7 @@ def test_32bit_latency_wrap_is_unwrapped(monkeypatch: pytest.MonkeyPatch) -> Non
     wrap = 2**32 * 1e-7  # 429.4967296 s: the 32-bit tick counter scaled by 1e-7
     responses.get(re.compile(r".*"), body=scrape(100, 0, wrap - 1.0, 0, 0, 0, 0, 0, 0))
     clock = iter([0.0, 10.0])
-    src = make_host_source(target(), LunDirectory())
+    src = make_host_source(target())
     src.clock = lambda: next(clock)  # type: ignore[attr-defined]
     src.poll()
     responses.replace(responses.GET, re.compile(r".*"), body=scrape(600, 0, 1.5, 0, 0, 0, 0, 0, 0))
@@ -217,7 +218,7 @@ def test_32bit_latency_wrap_is_unwrapped(monkeypatch: pytest.MonkeyPatch) -> Non
 @responses.activate
 def test_counter_reset_keeps_exposed_counter_monotonic(monkeypatch: pytest.MonkeyPatch) -> None:
     responses.get(re.compile(r".*"), body=scrape(5000, 0, 10, 0, 0, 1e12, 0, 0, 0))
-    src = make_host_source(target(), LunDirectory())
+    src = make_host_source(target())
     src.poll()
     responses.replace(responses.GET, re.compile(r".*"), body=scrape(20, 0, 0.5, 0, 0, 4096, 0, 0, 0))
     snap = src.poll()
@@ -234,7 +235,7 @@ def test_http_errors_become_source_errors_without_credentials(tmp_path: object) 
     responses.get(re.compile(r".*"), status=401)
     t = target(auth=AuthConfig(username="mon", password="s3cret-pw"))
     t.url = "https://mon:s3cret-pw@win01.example:9182/"
-    src = make_host_source(t, LunDirectory())
+    src = make_host_source(t)
     with pytest.raises(SourceError) as e:
         src.poll()
     assert e.value.reason == "auth" and "s3cret" not in str(e.value)
@@ -246,9 +247,9 @@ def test_http_errors_become_source_errors_without_credentials(tmp_path: object) 
 
 
 def test_tls_options() -> None:
-    src = make_host_source(target(tls=TLSConfig(ca_file="/etc/ca.pem")), LunDirectory())
+    src = make_host_source(target(tls=TLSConfig(ca_file="/etc/ca.pem")))
     assert src.session.verify == "/etc/ca.pem"  # type: ignore[attr-defined]
-    src = make_host_source(target(), LunDirectory())
+    src = make_host_source(target())
     assert src.session.verify is True  # type: ignore[attr-defined]
 
 

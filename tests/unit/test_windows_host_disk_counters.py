@@ -16,7 +16,6 @@ from sanlens.hosts.exporter_scrape import parse_scrape
 from sanlens.hosts.mapping import DiskMapping
 from sanlens.hosts.registry import make_host_source
 from sanlens.hosts.winrm import WinRMSource
-from sanlens.join import LunDirectory
 from sanlens.model import Snapshot
 
 MOD32_S = 2**32 * 1e-7  # 429.4967296 s: a uint32 count of 100 ns ticks, as windows_exporter scales it
@@ -146,7 +145,7 @@ def test_textfile_alua_states_give_optimized_paths() -> None:
     old = '# TYPE sanlens_windows_disk_paths gauge\nsanlens_windows_disk_paths{disk="1"} 4\n'
     [r] = parse_scrape(_scrape(1.0, 1.0, 1.0, old))
     assert (r.paths, r.optimized_paths) == (4, None)  # a count without states: not known
-    src = make_host_source(HostTarget(name="sql01", url="http://h:9182"), LunDirectory())
+    src = make_host_source(HostTarget(name="sql01", url="http://h:9182"))
     snap = src.cooker.cook(0.0, parse_scrape(_scrape(1.0, 1.0, 1.0, paths)), {})
     assert snap.view is not None and snap.view.disks[0].optimized_paths == 2
     gauge = dict(next(m for m in snap.metrics if m.name == "sanlens_host_disk_optimized_paths").samples)
@@ -209,9 +208,7 @@ def test_winrm_latency_from_percent_disk_read_time_and_alua_states() -> None:
         {"Number": 1, "State": 0, "Failed": 1}
     ]
     docs = [_doc(_row(t0, n0, sum0, sum0), alua), _doc(_row(t0 + dt, n1, sum1, sum1), alua)]
-    src = WinRMSource(
-        HostTarget(name="sql01", source="winrm", url="https://h:5986/wsman"), LunDirectory(), _Once(docs)
-    )
+    src = WinRMSource(HostTarget(name="sql01", source="winrm", url="https://h:5986/wsman"), _Once(docs))
     src.poll()
     snap = src.poll()
     assert snap.view is not None
@@ -229,9 +226,7 @@ def test_winrm_without_the_integral_takes_the_numerator_modulo_2_32() -> None:
     n0 = 2**32 - 10**9
     n1 = n0 + round(reads_s * dt * r * 1e7)
     docs = [_doc(_row(t0, 100, n0, None)), _doc(_row(t0 + dt, 100 + reads_s * int(dt), n1, None))]
-    src = WinRMSource(
-        HostTarget(name="sql01", source="winrm", url="https://h:5986/wsman"), LunDirectory(), _Once(docs)
-    )
+    src = WinRMSource(HostTarget(name="sql01", source="winrm", url="https://h:5986/wsman"), _Once(docs))
     src.poll()
     snap = src.poll()
     assert snap.view is not None
@@ -254,7 +249,7 @@ def test_perfmon_latency_from_average_read_queue_length(tmp_path: Path) -> None:
         cols,
         [(1_700_000_000.0, [5000, wrong, 200]), (1_700_000_015.0, [5000, wrong, 200])],
     )
-    src = make_host_source(HostTarget(name="sql01", source="perfmon", files=[str(p)]), LunDirectory())
+    src = make_host_source(HostTarget(name="sql01", source="perfmon", files=[str(p)]))
     snap = src.poll()
     assert snap.view is not None
     assert snap.view.disks[0].read_latency_s == pytest.approx(200 / 5000, rel=0.01)

@@ -35,7 +35,7 @@ def test_follows_newest_complete_row(tmp_path: Path, caplog: pytest.LogCaptureFi
         files=[str(p)],
         disks=[HostDiskMapping(disk="1", cluster="c1", svm="svm1", lun="/vol/sql_data/lun0")],
     )
-    src = make_host_source(t, LunDirectory())
+    src = make_host_source(t)
     with caplog.at_level(logging.WARNING):
         s1 = src.poll()
     assert "not recognised" in caplog.text  # the unknown PhysicalDisk counter is reported, not fatal
@@ -69,9 +69,7 @@ def test_follows_newest_complete_row(tmp_path: Path, caplog: pytest.LogCaptureFi
 
 
 def test_missing_file_is_a_source_error(tmp_path: Path) -> None:
-    src = make_host_source(
-        HostTarget(name="h", source="perfmon", files=[str(tmp_path / "nope.csv")]), LunDirectory()
-    )
+    src = make_host_source(HostTarget(name="h", source="perfmon", files=[str(tmp_path / "nope.csv")]))
     with pytest.raises(SourceError) as e:
         src.poll()
     assert e.value.reason == "io"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.joining import joined
 
 from sanlens.config import HostTarget
 from sanlens.errors import SanlensError, SourceError
@@ -140,7 +141,9 @@ def test_winrm_source_two_polls_with_wrap() -> None:
     transport = FakeTransport([_doc([first, _row("0 C:", 100.0)]), _doc([second, _row("0 C:", 115.0)])])
     d = LunDirectory()
     d.publish("c1", [LunIdentity("c1", "svm1", "sql_data", "/vol/sql_data/lun0", "81E3T+Qa9Ugx")])
-    src = WinRMSource(HostTarget(name="sql01", source="winrm", url="https://sql01:5986/wsman"), d, transport)
+    src = joined(
+        WinRMSource(HostTarget(name="sql01", source="winrm", url="https://sql01:5986/wsman"), transport), d
+    )
     src.poll()
     snap = src.poll()
     assert transport.scripts[0] == SCRIPT and "Win32_PerfRawData_PerfDisk_PhysicalDisk" in SCRIPT
@@ -167,7 +170,6 @@ def test_winrm_source_two_polls_with_wrap() -> None:
 def test_winrm_bad_output_is_a_parse_error() -> None:
     src = WinRMSource(
         HostTarget(name="h", source="winrm", url="https://h:5986/wsman"),
-        LunDirectory(),
         FakeTransport(["not json", json.dumps({"physical": []})]),
     )
     with pytest.raises(SourceError) as e:
@@ -189,4 +191,4 @@ def test_missing_pywinrm_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(SanlensError, match=r"sanlens\[winrm\]"):
-        WinRMSource(HostTarget(name="h", source="winrm", url="https://h:5986/wsman"), LunDirectory())
+        WinRMSource(HostTarget(name="h", source="winrm", url="https://h:5986/wsman"))

@@ -301,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     config = None
     if args.config:
-        from sanlens.config_load import check_config
+        from sanlens.config.load import check_config
 
         try:
             config = check_config(args.config, files=False)

@@ -29,7 +29,8 @@ from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.model import iso_utc
 from sanlens.ontap.cli_capture import text_head
-from sanlens.ontap.cooking import CaptureError, CounterSpec, Sample, iter_json_samples, parse_schema_doc
+from sanlens.ontap.cooking import CaptureError, CounterSpec, Sample
+from sanlens.ontap.counter_json import iter_json_samples, parse_schema_doc
 from sanlens.ontap.statistics_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.sysstat_text import iter_sysstat_samples
 

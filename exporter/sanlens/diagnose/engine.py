@@ -30,120 +30,26 @@ import math
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose import background_operation_impact
 from sanlens.diagnose.attribution import Attribution, Seen, attribute, resolve_path
-from sanlens.diagnose.base import LABELS, Context, Observation, compact_numbers
+from sanlens.diagnose.base import Context, Observation
+from sanlens.diagnose.exposed import build_metrics, finding
 from sanlens.diagnose.history import History
 from sanlens.diagnose.numeric import num
-from sanlens.diagnose.registry import MODULES, REGISTRY, SEVERITY, relax, resolve, windows
+from sanlens.diagnose.registry import MODULES, REGISTRY, relax, resolve, windows
+from sanlens.diagnose.track import Judged, Track, source_of
 from sanlens.freshness import stale_after
-from sanlens.model import HostView, Metric, MetricBuilder, OntapView, Snapshot, iso_utc
+from sanlens.model import HostView, Metric, OntapView, Snapshot
 
 # every kind of input a diagnosis may read of the Context (a module's READS names a subset); "mapping"
 # is the hosts' Context.mapped_luns alone
 ALL_INPUTS = frozenset({"ontap", "hosts", "history", "mapping"})
 
 log = logging.getLogger(__name__)
-
-DIAG_LABELS = ("diagnosis", "subject", *LABELS)
-OP_LABELS = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
-# Where a finding's subject is now (not its identity: a volume move changes it): an info series.
-LOCATION_LABELS = ("diagnosis", "subject", "node", "aggregate")
-
-
-def source_of(labels: Mapping[str, str]) -> str:
-    """The target a subject's data comes from: its host (host disks), else its cluster."""
-    return labels.get("host") or labels.get("cluster") or ""
-
-
-@dataclass
-class Track:
-    """The state machine of one (diagnosis, subject), with a bounded history of its levels."""
-
-    id: str
-    key: str
-    labels: Mapping[str, str]
-    state: int = 0
-    since: float | None = None
-    up_since: dict[int, float | None] = field(default_factory=lambda: {1: None, 2: None})
-    down_since: float | None = None
-    score: float = 0.0
-    evidence: dict[str, float] = field(default_factory=dict)
-    recommendation: str = ""
-    level: int = 0  # the level the thresholds gave at the last judged evaluation
-    last_seen: float = -math.inf  # engine time the subject was last in an evaluation
-    location: Mapping[str, str] = field(default_factory=dict)  # node, aggregate now (not identity)
-
-    @property
-    def idle(self) -> bool:
-        """Ok with nothing pending: the track carries no memory and need not be kept."""
-        return self.state == 0 and self.up_since[1] is None and self.up_since[2] is None
-
-    def step(self, now: float, raw: int | None, relaxed: int | None, sustain: float, exit_: float) -> None:
-        if raw is None:  # no data to judge: keep the state as it is
-            return
-        self.level = raw
-        for lvl in (1, 2):
-            if raw >= lvl:
-                start = self.up_since[lvl]
-                self.up_since[lvl] = now if start is None else start
-            else:
-                self.up_since[lvl] = None
-        for lvl in (2, 1):
-            start = self.up_since[lvl]
-            if lvl > self.state and start is not None and now - start >= sustain:
-                if self.state == 0:
-                    self.since = self.up_since[1] if self.up_since[1] is not None else start
-                self.state, self.down_since = lvl, None
-                return
-        if self.state == 0:
-            return
-        keep = max(raw, relaxed if relaxed is not None else raw)
-        if keep >= self.state:
-            self.down_since = None
-            return
-        if self.down_since is None:
-            self.down_since = now
-        if now - self.down_since >= exit_:
-            self.state, self.down_since = keep, None
-            if keep == 0:
-                self.since = None
-                self.recommendation = ""
-
-    def observe(self, o: Observation) -> None:
-        self.labels = o.labels
-        self.score = min(max(float(o.score), 0.0), 1.0) if math.isfinite(o.score) else 0.0
-        self.evidence = {k: v for k, raw in o.evidence.items() if (v := num(raw)) is not None}
-        if o.recommendation:
-            self.recommendation = compact_numbers(o.recommendation)
-
-
-@dataclass(slots=True)
-class _Judged:
-    """A diagnosis part's observations and, once they are read a second time unchanged, their
-    summary: each subject's first observation, in order."""
-
-    part: list[Observation]
-    summarized: bool = False
-    first: dict[str, Observation] = field(default_factory=dict)
-    template: dict[str, int] = field(default_factory=dict)  # every subject in order: ok unless tracked
-    quiet: frozenset[str] = frozenset()  # subjects judged ok (level 0)
-    loud: list[Observation] = field(default_factory=list)  # the others (not ok, or unjudgeable)
-
-    def summarize(self) -> None:
-        first: dict[str, Observation] = {}
-        for o in self.part:
-            first.setdefault(o.key, o)
-        self.first = first
-        self.template = dict.fromkeys(first, 0)
-        self.quiet = frozenset(k for k, o in first.items() if o.level == 0)
-        self.loud = [o for o in first.values() if o.level != 0]
-        self.summarized = True
 
 
 class Engine:
@@ -182,7 +88,7 @@ class Engine:
     def _configure(self, cfg: DiagnoseConfig) -> None:
         self._memo: dict[tuple[str, int, str], tuple[tuple[Any, ...], list[Observation]]] = {}
         self._memo_used: set[tuple[str, int, str]] = set()  # the memo entries the last evaluation read
-        self._judged: dict[tuple[str, int], _Judged] = {}  # (diagnosis, part) -> its last observations
+        self._judged: dict[tuple[str, int], Judged] = {}  # (diagnosis, part) -> its last observations
         self._cfg = cfg
         self._th = resolve(cfg)  # raises ConfigError on a bad override
         self._relaxed = relax(self._th)
@@ -326,12 +232,12 @@ class Engine:
         self._memo_used.update((mod.SPEC.id, i, which) for i in range(len(parts)))
         return tuple(out)
 
-    def _quiet(self, key: tuple[str, int], part: list[Observation]) -> _Judged | None:
+    def _quiet(self, key: tuple[str, int], part: list[Observation]) -> Judged | None:
         """The summary of a diagnosis part's observations when they are the very list it gave last
         time (not judged again), so its ok subjects need not be walked one by one; None otherwise."""
         last = self._judged.get(key)
         if last is None or last.part is not part:
-            self._judged[key] = _Judged(part)
+            self._judged[key] = Judged(part)
             return None
         if not last.summarized:
             last.summarize()
@@ -440,7 +346,7 @@ class Engine:
             where = {k: path[k] for k in ("node", "aggregate") if path[k] and not t.labels.get(k)}
             if (t.id, t.key) in seen:  # a missing subject keeps where it was last seen
                 t.location = where
-        self._findings = [self._finding(t, self._attribution) for t in self._active]
+        self._findings = [finding(t, self._attribution) for t in self._active]
         self._metrics = None
 
     # ------------------------------------------------------------ reading
@@ -457,7 +363,9 @@ class Engine:
         updates and reads once; a server renders once per poll, not per scrape)."""
         with self._lock:
             if self._metrics is None:
-                self._metrics = self._build_metrics()
+                self._metrics = build_metrics(
+                    self._counts, self._active, self._attribution, self._th, self._windows, self._progress
+                )
             return self._metrics
 
     def judged(self) -> Mapping[str, Mapping[str, int]]:
@@ -478,149 +386,3 @@ class Engine:
 
     def thresholds(self) -> dict[str, dict[str, float]]:
         return copy.deepcopy(self._th)
-
-    @staticmethod
-    def _finding(t: Track, att: Attribution) -> dict[str, Any]:
-        spec = REGISTRY[t.id]
-        incident, role = att.incidents.get((t.id, t.key), ("", ""))
-        return {
-            "id": t.id,
-            "title": spec.title,
-            "subject": {k: v for k, v in t.labels.items() if v},
-            "state": t.state,
-            "severity": SEVERITY[t.state],
-            "score": round(t.score, 3),
-            "since": iso_utc(t.since),
-            "evidence": {k: round(v, 9) for k, v in sorted(t.evidence.items())},
-            "location": dict(t.location),  # where the subject is now: node, aggregate (not identity)
-            "recommendation": t.recommendation or spec.fix,
-            "runbook": spec.runbook,
-            # the root cause it belongs to, and for a symptom the causes on its I/O path (primary first)
-            "incident": incident,
-            "role": role,
-            "causes": [{"id": cid, "subject": key} for cid, key in att.causes.get((t.id, t.key), [])],
-        }
-
-    def _add_attribution(self, b: MetricBuilder) -> None:
-        """The incident of every non-ok finding and the causes of every explained symptom.
-
-        Relation series, not labels on ``sanlens_diagnosis_state``: a symptom's cause comes and
-        goes while the symptom lasts, and a label change would restart its alert's ``for:``."""
-        att = self._attribution
-        for t in self._active:
-            inc = att.incidents.get((t.id, t.key))
-            if inc is None:
-                continue
-            b.add(
-                "sanlens_diagnosis_incident",
-                "gauge",
-                "The incident (root cause) a non-ok finding belongs to; role cause or symptom.",
-                {"diagnosis": t.id, "subject": t.key, "incident": inc[0], "role": inc[1]},
-                1,
-            )
-        for t in self._active:
-            for cause_id, cause_key in att.causes.get((t.id, t.key), []):
-                b.add(
-                    "sanlens_diagnosis_cause",
-                    "gauge",
-                    "A cause finding on the I/O path of a symptom finding (1 while both are seen).",
-                    {
-                        "diagnosis": t.id,
-                        "subject": t.key,
-                        "cause_diagnosis": cause_id,
-                        "cause_subject": cause_key,
-                    },
-                    1,
-                )
-
-    def _build_metrics(self) -> tuple[Metric, ...]:
-        """Series for non-ok subjects only, plus a per-diagnosis count of subjects by state.
-
-        A healthy subject costs no series, so cardinality follows problems, not the estate;
-        an alert's ``for:`` still holds because a subject's series exist for as long as its
-        state is non-ok."""
-        b = MetricBuilder()
-        for did, per_state in self._counts.items():
-            for state, n in enumerate(per_state):
-                b.add(
-                    "sanlens_diagnosis_subjects",
-                    "gauge",
-                    "Subjects the diagnosis evaluated, by state (ok, warning, critical).",
-                    {"diagnosis": did, "state": SEVERITY[state]},
-                    n,
-                )
-        for t in self._active:
-            lv = {"diagnosis": t.id, "subject": t.key, **{k: t.labels.get(k, "") for k in LABELS}}
-            b.add(
-                "sanlens_diagnosis_state",
-                "gauge",
-                "Diagnosis state of the subject: 0 ok, 1 warning, 2 critical.",
-                lv,
-                t.state,
-            )
-            b.add(
-                "sanlens_diagnosis_score", "gauge", "How strongly the signature matches, 0..1.", lv, t.score
-            )
-            if t.state > 0 and t.since is not None:
-                b.add(
-                    "sanlens_diagnosis_since_timestamp_seconds",
-                    "gauge",
-                    "Unix time the current non-ok state began.",
-                    lv,
-                    t.since,
-                )
-            for name, value in sorted(t.evidence.items()):
-                b.add(
-                    "sanlens_diagnosis_evidence",
-                    "gauge",
-                    "Evidence behind a diagnosis; the unit is in the evidence name.",
-                    {**lv, "evidence": name},
-                    value,
-                )
-            if t.location:
-                b.add(
-                    "sanlens_diagnosis_location_info",
-                    "info",
-                    "Where a non-ok finding's subject is now (a LUN's node); not part of its identity, "
-                    "so a volume move does not restart an alert.",
-                    {
-                        "diagnosis": t.id,
-                        "subject": t.key,
-                        **{k: t.location.get(k, "") for k in LOCATION_LABELS[2:]},
-                    },
-                    1,
-                )
-        self._add_attribution(b)
-        for did, values in self._th.items():
-            sustain, exit_ = self._windows[did]
-            for name, value in [
-                *sorted(values.items()),
-                ("sustain_seconds", sustain),
-                ("exit_seconds", exit_),
-            ]:
-                b.add(
-                    "sanlens_diagnosis_threshold",
-                    "gauge",
-                    "Configured diagnosis thresholds and (scaled) windows.",
-                    {"diagnosis": did, "threshold": name},
-                    value,
-                )
-        for lv, percent, eta in self._progress:
-            labels = {k: lv.get(k, "") for k in OP_LABELS}
-            if percent is not None:
-                b.add(
-                    "sanlens_background_operation_done_ratio",
-                    "gauge",
-                    "Progress of an active RAID operation or volume move, 0..1.",
-                    labels,
-                    percent / 100.0,
-                )
-            if eta is not None:
-                b.add(
-                    "sanlens_background_operation_eta_seconds",
-                    "gauge",
-                    "Time left for an active background operation, from its observed progress rate.",
-                    labels,
-                    eta,
-                )
-        return b.build()

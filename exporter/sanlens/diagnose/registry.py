@@ -9,9 +9,11 @@ override becomes an error that names ``diagnose.thresholds.<id>.<name>``.
 
 from __future__ import annotations
 
-import math
+import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from sanlens.diagnose import (
     aggregate_degraded,
@@ -49,6 +51,7 @@ __all__ = [
     "check",
     "relax",
     "resolve",
+    "thresholds_model",
     "validate_config",
     "windows",
 ]
@@ -91,40 +94,72 @@ WINDOW_HELP = {
 
 
 # ------------------------------------------------------------- thresholds
+class _Overrides(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, hide_input_in_errors=True)
+
+
+def _threshold_field(t: Any) -> Any:
+    help_ = f"{t.help.rstrip('.')} ({t.unit})" if t.help else t.unit
+    return (float, Field(default=t.default, ge=t.min, le=t.max, description=help_))
+
+
+@functools.cache
+def thresholds_model() -> type[BaseModel]:
+    """``diagnose.thresholds`` as a model: per diagnosis id, its thresholds and windows with the specs' ranges."""
+    lo, hi = WINDOW_RANGE
+    windows = {k: (float, Field(default=None, ge=lo, le=hi, description=h)) for k, h in WINDOW_HELP.items()}
+    ids: dict[str, Any] = {}
+    for did, spec in REGISTRY.items():
+        fields: dict[str, Any] = {**{t.name: _threshold_field(t) for t in spec.thresholds}, **windows}
+        ids[did] = (create_model(f"Thresholds_{did}", __base__=_Overrides, **fields), None)
+    return create_model("Thresholds", __base__=_Overrides, **ids)
+
+
+def _word(loc: tuple[Any, ...], kind: str, value: Any) -> str:
+    """One refusal of the thresholds model, in the registry's words."""
+    spec = REGISTRY.get(str(loc[0]))
+    if kind == "extra_forbidden" and len(loc) == 1:
+        return f"unknown diagnosis (known: {', '.join(sorted(REGISTRY))})"
+    if kind in ("model_type", "dict_type"):
+        return "expected a mapping of threshold names to numbers"
+    if spec is None:
+        return f"is not valid ({kind})"
+    if kind == "extra_forbidden":
+        return (
+            f"unknown threshold (allowed: {', '.join([t.name for t in spec.thresholds] + list(WINDOW_KEYS))})"
+        )
+    if kind in ("greater_than_equal", "less_than_equal") and isinstance(value, int | float):
+        (lo, hi), unit = WINDOW_RANGE, "seconds"
+        if loc[1] not in WINDOW_KEYS:
+            t = spec.threshold(str(loc[1]))
+            lo, hi, unit = t.min, t.max, t.unit
+        return f"{value:g} is out of range [{lo:g}, {hi:g}] {unit}"
+    return f"expected a number, got {value!r}"
+
+
 def _errors(dc: DiagnoseConfig) -> list[ConfigError]:
-    """The thresholds' problems; the model (sanlens.config) holds the other keys' ranges."""
+    """The thresholds' problems: the generated model's refusals, then each ordered pair kept in order."""
+    base = "diagnose.thresholds"
     out: list[ConfigError] = []
-    base = "diagnose"
+    try:
+        thresholds_model().model_validate(dc.thresholds or {})
+    except ValidationError as e:
+        for err in e.errors(include_url=False):
+            loc = err["loc"]
+            out.append(
+                ConfigError(_word(loc, err["type"], err["input"]), path=".".join([base, *map(str, loc)]))
+            )
     for did, values in (dc.thresholds or {}).items():
-        path = f"{base}.thresholds.{did}"
         spec = REGISTRY.get(did)
-        if spec is None:
-            out.append(ConfigError(f"unknown diagnosis (known: {', '.join(sorted(REGISTRY))})", path=path))
+        if spec is None or not isinstance(values, Mapping):
             continue
-        if not isinstance(values, Mapping):
-            out.append(ConfigError("expected a mapping of threshold names to numbers", path=path))
-            continue
-        names = [t.name for t in spec.thresholds] + list(WINDOW_KEYS)
-        for name, value in values.items():
-            p = f"{path}.{name}"
-            if name not in names:
-                out.append(ConfigError(f"unknown threshold (allowed: {', '.join(names)})", path=p))
-                continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                out.append(ConfigError(f"expected a number, got {value!r}", path=p))
-                continue
-            if name in WINDOW_KEYS:
-                (lo, hi), unit = WINDOW_RANGE, "seconds"
-            else:
-                t = spec.threshold(name)
-                lo, hi, unit = t.min, t.max, t.unit
-            if not lo <= value <= hi:
-                out.append(ConfigError(f"{value:g} is out of range [{lo:g}, {hi:g}] {unit}", path=p))
         merged = {**spec.defaults(), **{k: v for k, v in values.items() if isinstance(v, int | float)}}
         for lo_name, hi_name in spec.ordered:
             if merged[lo_name] > merged[hi_name]:
                 out.append(
-                    ConfigError(f"must not exceed {hi_name} ({merged[hi_name]:g})", path=f"{path}.{lo_name}")
+                    ConfigError(
+                        f"must not exceed {hi_name} ({merged[hi_name]:g})", path=f"{base}.{did}.{lo_name}"
+                    )
                 )
     return out
 

@@ -1,4 +1,4 @@
-"""Which ONTAP LUN backs a host disk: by LUN serial or WWID, else by a static config entry.
+"""What a host disk joins its ONTAP LUN by: LUN serial or WWID, else a static config entry.
 
 Windows reports the LUN serial as the disk's ``SerialNumber`` (Get-Disk), which is
 ONTAP's ``serial_number``; Linux reports the SCSI WWID of the multipath map
@@ -6,17 +6,19 @@ ONTAP's ``serial_number``; Linux reports the SCSI WWID of the multipath map
 These joins need no configuration. Static entries (a Windows disk number or drive
 letter, a Linux multipath map name, dm-N, NVMe device, WWID or namespace identifier →
 cluster/svm/LUN path) cover hosts where the identity is not visible, and
-carry per-disk overrides (data class, queue depth, paths).
+carry per-disk overrides (data class, queue depth, paths). A host source states the keys
+(``disk_mapping``); the join stage looks them up in the ONTAP inventory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal, cast
 
 from sanlens.config import HostDiskMapping, HostTarget
-from sanlens.join import LunDirectory, normalize_wwid, volume_from_path
+from sanlens.join import JoinedDisk, LunDirectory, join_disk, normalize_wwid
+from sanlens.model import DiskIdentity
 
 MappingKind = Literal["serial", "static", "none"]
 
@@ -71,9 +73,8 @@ def _static_entry(
     return None
 
 
-def resolve(
+def disk_mapping(
     target: HostTarget,
-    directory: LunDirectory,
     disk: str,
     drives: Iterable[str] = (),
     serial: str = "",
@@ -83,9 +84,11 @@ def resolve(
     aliases: Iterable[str] = (),
     known_paths: int | None = None,
     observed_queue_depth: int | None = None,
-) -> DiskMapping:
-    """Map one disk; precedence: static LUN entry, then WWID (Linux) or serial, then unmapped.
+) -> tuple[DiskMapping, DiskIdentity]:
+    """What the host and its config say of one disk: its settings, and the keys it joins by.
 
+    The mapping's LUN fields are what the config alone gives (a static entry's LUN); the join
+    stage fills in the rest from the ONTAP inventory (``sanlens.join.join_disk``).
     ``known_paths``: the paths the host lists for the disk, failed ones included (Linux keeps a
     failed path device until dev_loss_tmo removes it): the disk should have at least those.
     ``observed_queue_depth``: the per-LUN queue depth the host reports; a disk entry's wins.
@@ -95,47 +98,42 @@ def resolve(
     queue_depth = (entry.queue_depth if entry else None) or observed_queue_depth or target.queue_depth
     paths = (entry.paths if entry else None) or observed_paths or target.paths
     configured = max((entry.paths if entry else None) or target.paths, known_paths or 0)
-    serial = serial.strip()
+    static = entry is not None and bool(entry.lun and entry.svm)
+    key = DiskIdentity(
+        disk,
+        serial.strip(),
+        wwid,
+        (entry.cluster or "") if entry is not None else "",
+        (entry.svm or "") if static and entry is not None else "",
+        (entry.lun or "") if static and entry is not None else "",
+    )
     base = DiskMapping(
-        serial,
         data_class=data_class,
         queue_depth=queue_depth,
         paths=paths,
         observed_paths=observed_paths,
         configured_paths=configured,
     )
-    if entry is not None and entry.lun and entry.svm:
-        cluster = entry.cluster or ""
-        ident = directory.by_path(cluster, entry.svm, entry.lun) if cluster else None
-        return DiskMapping(
-            serial or (ident.serial if ident else ""),
-            cluster,
-            entry.svm,
-            ident.volume if ident and ident.volume else volume_from_path(entry.lun),
-            entry.lun,
-            "static",
-            data_class,
-            queue_depth,
-            paths,
-            observed_paths,
-            configured,
-        )
-    if serial or wwid:
-        # a disks: entry that names only a cluster decides which copy a shared serial joins
-        hint = entry.cluster if entry is not None else None
-        ident = directory.by_wwid(wwid, hint) if wwid else directory.by_serial(serial, hint)
-        if ident is not None:
-            return DiskMapping(
-                serial or ident.serial,
-                ident.cluster,
-                ident.svm,
-                ident.volume or volume_from_path(ident.lun),
-                ident.lun,
-                "serial",
-                data_class,
-                queue_depth,
-                paths,
-                observed_paths,
-                configured,
-            )
-    return base
+    return joined(base, join_disk(None, key)), key
+
+
+def joined(m: DiskMapping, j: JoinedDisk) -> DiskMapping:
+    """``m`` with the LUN a join found."""
+    return replace(
+        m,
+        lun_serial=j.lun_serial,
+        cluster=j.cluster,
+        svm=j.svm,
+        volume=j.volume,
+        lun=j.lun,
+        mapping=cast(MappingKind, j.mapping),
+    )
+
+
+def resolve(target: HostTarget, directory: LunDirectory, disk: str, *args: Any, **kwargs: Any) -> DiskMapping:
+    """Map one disk against ``directory`` at once (the offline join; live, the join stage does it).
+
+    The arguments after ``directory`` are ``disk_mapping``'s.
+    """
+    m, key = disk_mapping(target, disk, *args, **kwargs)
+    return joined(m, join_disk(directory, key))

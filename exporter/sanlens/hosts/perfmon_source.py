@@ -29,7 +29,6 @@ from sanlens.hosts.catalogue import PERFMON
 from sanlens.hosts.cooking import DiskReading
 from sanlens.hosts.perfmon import LogHeader, PerfmonLog, PerfmonParseError, parse_timestamp, to_float
 from sanlens.hosts.sources import HostSource
-from sanlens.join import LunDirectory
 from sanlens.model import HostDiskStats
 
 log = logging.getLogger(__name__)
@@ -76,8 +75,8 @@ class _Followed:
 class PerfmonSource(HostSource):
     kind = "perfmon"
 
-    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
-        super().__init__(target, directory)
+    def __init__(self, target: HostTarget) -> None:
+        super().__init__(target)
         self.files = [_Followed(p) for p in target.files]
         self._totals: dict[tuple[str, str], float] = {}
         self._last_ts: float | None = None

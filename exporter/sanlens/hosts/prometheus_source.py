@@ -27,7 +27,6 @@ from sanlens.hosts.catalogue import NODE_EXPORTER
 from sanlens.hosts.cooking import DiskReading
 from sanlens.hosts.exporter_scrape import Sample, ScrapeParseError
 from sanlens.hosts.sources import HttpScrapeSource
-from sanlens.join import LunDirectory
 from sanlens.model import Snapshot
 from sanlens.urls import safe_url
 
@@ -87,13 +86,13 @@ class PrometheusHostSource(HttpScrapeSource):
 
     kind = "prometheus"
 
-    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
+    def __init__(self, target: HostTarget) -> None:
         assert target.url and target.selector and target.exporter, "config validation guarantees them"
         self.linux = target.exporter == "node_exporter"
         if self.linux:
             self.moduli = NODE_EXPORTER.moduli()
         families = node_exporter.FAMILIES if self.linux else exporter_scrape.FAMILIES
-        super().__init__(target, directory, target.url.rstrip("/") + "/api/v1/query")
+        super().__init__(target, target.url.rstrip("/") + "/api/v1/query")
         self.window = max(2.0 * self.interval, MIN_WINDOW_S)
         self.query = query_of(families, target.selector, self.window)
         self.queries = 0  # instant queries sent, for the query budget
@@ -154,5 +153,5 @@ class PrometheusHostSource(HttpScrapeSource):
         return snap
 
     def _cook(self, ts: float, readings: list[DiskReading], interval: float | None) -> Snapshot:
-        snap = self.cooker.cook(ts, readings, self.mappings(readings), None, interval)
+        snap = self.cook(ts, readings, None, interval)
         return replace(snap, metrics=tuple(m for m in snap.metrics if m.name in JOIN_FAMILIES))

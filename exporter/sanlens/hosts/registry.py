@@ -1,7 +1,8 @@
 """The host sources by the name ``source:`` gives them in the config.
 
 Only the runtime picks a source by name, so only it imports every source; a new source is
-its module plus one entry here.
+its module (a ``HostSource`` whose ``read`` gives the disks with the keys they join by) plus
+one entry here.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from sanlens.hosts.prometheus_source import PrometheusHostSource
 from sanlens.hosts.sources import HostSource
 from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.hosts.winrm import WinRMSource
-from sanlens.join import LunDirectory
-from sanlens.state import Source
+from sanlens.poller import Source
 
 SOURCES: dict[str, type[HostSource]] = {
     "windows_exporter": WindowsExporterSource,
@@ -26,10 +26,10 @@ SOURCES: dict[str, type[HostSource]] = {
 }
 
 
-def make_host_source(target: HostTarget, directory: LunDirectory) -> Source:
+def make_host_source(target: HostTarget) -> Source:
     """The source for ``target.source``: windows_exporter, winrm (extra sanlens[winrm]), perfmon,
     node_exporter (Linux) or prometheus."""
     cls = SOURCES.get(target.source)
     if cls is None:
         raise SanlensError(f"host {target.name}: unknown source {target.source!r}")
-    return cls(target, directory)
+    return cls(target)

@@ -1,7 +1,8 @@
 """The base classes of host sources; each source is a module of its own, named in ``hosts/registry.py``.
 
-Each poll reduces the host to ``DiskReading``s, maps every disk to its ONTAP LUN
-(by serial or WWID, or statically) and lets ``HostCooker`` build the snapshot.
+Each poll reduces the host to ``DiskReading``s, states what each disk joins its ONTAP LUN
+by (serial, WWID, a static entry) and lets ``HostCooker`` build the snapshot; the join
+stage (``sanlens.join_stage``) resolves those keys against the ONTAP inventory.
 ``HttpScrapeSource`` is the HTTP part the exporters' ``/metrics`` share
 (``hosts/windows_exporter.py``, ``hosts/node_exporter.py``, ``hosts/prometheus_source.py``).
 """
@@ -9,6 +10,7 @@ Each poll reduces the host to ``DiskReading``s, maps every disk to its ONTAP LUN
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import requests
 
@@ -18,21 +20,20 @@ from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SourceError
 from sanlens.freshness import ReceiveClock
 from sanlens.hosts.cooking import DiskReading, HostCooker, Moduli
-from sanlens.hosts.mapping import DiskMapping, resolve
-from sanlens.join import LunDirectory
-from sanlens.model import HostDiskStats, Snapshot
+from sanlens.hosts.mapping import DiskMapping, disk_mapping
+from sanlens.model import DiskIdentity, HostDiskStats, Snapshot
 from sanlens.trust import Trust
 from sanlens.urls import safe_url
 
 
 class HostSource:
-    """Common part: mapping and cooking. Subclasses implement ``read()``."""
+    """Common part: each disk's settings and join keys, and cooking. Subclasses implement ``read()``."""
 
     kind = "host"
     moduli: Moduli | None = None  # the source's counter widths (hosts/catalogue.py); None: Windows'
 
-    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
-        self.target, self.directory = target, directory
+    def __init__(self, target: HostTarget) -> None:
+        self.target = target
         self.name = target.name
         self.interval = float(target.poll_interval)
         self.cooker = HostCooker(target.name, self.moduli)
@@ -46,14 +47,25 @@ class HostSource:
 
     def poll(self) -> Snapshot:
         ts, readings, rates, interval = self.read()
-        return self.cooker.cook(ts, readings, self.mappings(readings), rates, interval)
+        return self.cook(ts, readings, rates, interval)
 
-    def mappings(self, readings: list[DiskReading]) -> dict[str, DiskMapping]:
-        """Each disk's ONTAP LUN: by serial or WWID, or as the config maps it."""
+    def cook(
+        self,
+        ts: float,
+        readings: list[DiskReading],
+        rates: dict[str, HostDiskStats] | None,
+        interval: float | None,
+    ) -> Snapshot:
+        """The snapshot of one poll, with each disk's join keys for the join stage."""
+        found = self.mappings(readings)
+        snap = self.cooker.cook(ts, readings, {d: m for d, (m, _) in found.items()}, rates, interval)
+        return replace(snap, disk_identities=tuple(key for _, key in found.values()))
+
+    def mappings(self, readings: list[DiskReading]) -> dict[str, tuple[DiskMapping, DiskIdentity]]:
+        """Each disk's settings and join keys: serial or WWID, or the config's static entry."""
         return {
-            r.disk: resolve(
+            r.disk: disk_mapping(
                 self.target,
-                self.directory,
                 r.disk,
                 r.drives,
                 r.serial,
@@ -75,8 +87,8 @@ class HttpScrapeSource(HostSource):
     a password file re-read when it changes, and a request the poller can cut at its deadline.
     Subclasses give the URL and ``parse()`` the text."""
 
-    def __init__(self, target: HostTarget, directory: LunDirectory, url: str) -> None:
-        super().__init__(target, directory)
+    def __init__(self, target: HostTarget, url: str) -> None:
+        super().__init__(target)
         self.url = url
         self.session = requests.Session()
         self.adapter = AbortableAdapter(max_retries=0)

@@ -10,7 +10,6 @@ from sanlens.errors import SourceError
 from sanlens.hosts.cooking import DiskReading
 from sanlens.hosts.exporter_scrape import COLLECTORS, ScrapeParseError, parse_scrape
 from sanlens.hosts.sources import HttpScrapeSource
-from sanlens.join import LunDirectory
 from sanlens.urls import safe_url
 
 
@@ -27,9 +26,9 @@ def scrape_url(url: str) -> str:
 class WindowsExporterSource(HttpScrapeSource):
     kind = "windows_exporter"
 
-    def __init__(self, target: HostTarget, directory: LunDirectory) -> None:
+    def __init__(self, target: HostTarget) -> None:
         assert target.url, "config validation guarantees a url"
-        super().__init__(target, directory, scrape_url(target.url))
+        super().__init__(target, scrape_url(target.url))
 
     def parse(self, text: str) -> list[DiskReading]:
         where = safe_url(self.url)

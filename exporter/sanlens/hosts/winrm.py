@@ -27,7 +27,7 @@ from sanlens.errors import SanlensError, SourceError
 from sanlens.hosts import rawcounters as rc
 from sanlens.hosts.cooking import DiskReading, Unwrapper
 from sanlens.hosts.sources import HostSource
-from sanlens.join import LunDirectory, normalize_serial
+from sanlens.join import normalize_serial
 from sanlens.model import HostDiskStats
 from sanlens.trust import Trust
 from sanlens.urls import safe_url
@@ -166,10 +166,8 @@ def _list(v: Any) -> list[dict[str, Any]]:
 class WinRMSource(HostSource):
     kind = "winrm"
 
-    def __init__(
-        self, target: HostTarget, directory: LunDirectory, transport: Transport | None = None
-    ) -> None:
-        super().__init__(target, directory)
+    def __init__(self, target: HostTarget, transport: Transport | None = None) -> None:
+        super().__init__(target)
         self.transport = transport or PyWinRMTransport(target)
         self._prev_raw: dict[str, dict[str, Any]] = {}
         self._ticks = Unwrapper()  # 32-bit PERF_AVERAGE_TIMER numerators, in ticks

@@ -6,7 +6,9 @@ cluster's ``counter_schemas`` would give (the live schema wins), the exported
 metric and the field of the cooked view each feeds. The live collector, the
 offline cooker, the view builder and the simulator all read it, so adding a
 table or a counter is a data change (Harvest's per-object templates work the
-same way).
+same way). A counter's ``harvest`` key names the series NetApp Harvest exports
+for it, and a table's ``harvest`` block how those series are queried and keyed,
+so the view read from Harvest follows the same declarations.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class CounterDef:
     array: bool = False
     view: str = ""  # cooked-view field it feeds
     view_scale: float = 1.0
+    harvest: str = ""  # the family NetApp Harvest exports it as
     metric: str = ""  # exported family
     label: str = ""  # value of the family's `by` label
     export_scale: float | None = None  # raw -> exported unit; None: from the unit
@@ -96,6 +99,38 @@ class CounterDef:
         if self.export_scale is not None:
             return self.export_scale
         return unit_scale(unit or self.spec.unit)
+
+    @property
+    def harvest_factor(self) -> float:
+        """Harvest's value -> the view field's unit. Harvest cooks as ONTAP does and keeps ONTAP's
+        unit (microseconds per op, percent), so the factor is the cooker's unit scale and view scale."""
+        return (1.0 if self.spec.type == "percent" else unit_scale(self.spec.unit)) * self.view_scale
+
+
+@dataclass(frozen=True, slots=True)
+class HarvestInfo:
+    """A Harvest info family (``*_labels``, value 1): labels only, read by its own aggregation."""
+
+    name: str
+    by: tuple[str, ...]  # the labels read
+    join: tuple[str, ...] = ()  # the row's labels it joins on; () when code reads it apart
+    # labels the host join needs: a page whose series all lack one is named (an older Harvest)
+    required: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HarvestDef:
+    """How a table's Harvest series are read: one instant query per ``query`` name (tables that share
+    it share one), aggregated ``by`` these labels, one view row per ``key`` seen in a ``rows`` family."""
+
+    query: str
+    by: tuple[str, ...]
+    key: tuple[str, ...]
+    rows: tuple[str, ...]
+    info: tuple[HarvestInfo, ...] = ()
+    # tables that stand in for one another (the front end: FC ports, iSCSI and NVMe LIFs): Harvest
+    # exports a family only for objects that exist, so only their absence together says it reads none
+    group: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +172,13 @@ class TableDef:
     aliases: dict[str, str] = field(default_factory=dict)  # zapi name -> REST name
     rest: bool = True  # served by /api/cluster/counter/tables (False: a CLI capture format)
     source: str = ""  # where the counters' types, units and meanings were checked
+    view: str = ""  # the OntapView rows it feeds (luns, volumes, nodes, disks, fc_ports, lifs)
+    harvest: HarvestDef | None = None  # how NetApp Harvest exports it; None when sanlens reads none
+
+    @property
+    def harvest_counters(self) -> tuple[CounterDef, ...]:
+        """The counters read from Harvest's series, in the table's order."""
+        return tuple(c for c in self.counters.values() if c.harvest)
 
     def resolve(self, name: str) -> CounterDef | None:
         """The catalogue entry for a REST or ZAPI/CLI counter name."""
@@ -203,11 +245,11 @@ def parse_table(doc: Any, where: str) -> TableDef:
             raise _fail(f"{where}.labels.{name}", "expected {from: [properties], split, index, export}")
         labels.append(
             LabelDef(
-                str(name),
-                tuple(_as_list(src["from"])),
-                str(src.get("split", "")),
-                int(src.get("index", 0)),
-                bool(src.get("export", True)),
+                name=str(name),
+                sources=tuple(_as_list(src["from"])),
+                split=str(src.get("split", "")),
+                index=int(src.get("index", 0)),
+                export=bool(src.get("export", True)),
             )
         )
     metrics: dict[str, MetricDef] = {}
@@ -218,7 +260,12 @@ def parse_table(doc: Any, where: str) -> TableDef:
             raise _fail(f"{at}.type", f"expected counter or gauge, got {mtype!r}")
         if mtype == "counter" and not str(name).endswith("_total"):
             raise _fail(at, "counter names end in _total")
-        metrics[str(name)] = MetricDef(str(name), mtype, str(m.get("help", "")), str(m.get("by", "")))  # type: ignore[arg-type]
+        metrics[str(name)] = MetricDef(
+            name=str(name),
+            type=mtype,  # type: ignore[arg-type]
+            help=str(m.get("help", "")),
+            by=str(m.get("by", "")),
+        )
     counters: dict[str, CounterDef] = {}
     aliases: dict[str, str] = {}
     for name, c in (doc.get("counters") or {}).items():
@@ -249,6 +296,7 @@ def parse_table(doc: Any, where: str) -> TableDef:
             array=is_array,
             view=str(c.get("view", "")),
             view_scale=vs,
+            harvest=str(c.get("harvest", "")),
             metric=metric,
             label=str(c.get("label", "")),
             export_scale=float(scale) if scale is not None else None,
@@ -261,16 +309,67 @@ def parse_table(doc: Any, where: str) -> TableDef:
         if c.spec.base and c.spec.base not in counters:
             raise _fail(f"{where}.counters.{c.name}.base", f"base {c.spec.base!r} is not in the table")
     return TableDef(
-        doc["table"],
-        policy,
-        str(doc.get("row_id", "{name}")),
-        tuple(_as_list(doc.get("properties") or [])),
-        tuple(labels),
-        metrics,
-        counters,
-        aliases,
-        bool(doc.get("rest", True)),
-        str(doc.get("source", "")),
+        table=doc["table"],
+        partial_aggregation=policy,
+        row_id=str(doc.get("row_id", "{name}")),
+        properties=tuple(_as_list(doc.get("properties") or [])),
+        labels=tuple(labels),
+        metrics=metrics,
+        counters=counters,
+        aliases=aliases,
+        rest=bool(doc.get("rest", True)),
+        source=str(doc.get("source", "")),
+        view=str(doc.get("view", "")),
+        harvest=parse_harvest(doc.get("harvest"), counters, f"{where}.harvest", doc["table"]),
+    )
+
+
+def _labels(v: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise _fail(where, "expected a list of label names")
+    return tuple(v)
+
+
+def parse_harvest(doc: Any, counters: Mapping[str, CounterDef], where: str, table: str) -> HarvestDef | None:
+    """A table's ``harvest`` block: {query, by, key, rows, info: {family: {by, join, required}}, group}."""
+    fed = [c for c in counters.values() if c.harvest]
+    if doc is None:
+        if fed:
+            raise _fail(where, f"{fed[0].name} names a Harvest family: the table needs a harvest block")
+        return None
+    if not isinstance(doc, dict):
+        raise _fail(where, "expected a mapping")
+    by = _labels(doc.get("by"), f"{where}.by")
+    key = _labels(doc.get("key", list(by)), f"{where}.key")
+    if not set(key) <= set(by):
+        raise _fail(f"{where}.key", "the row key must be among the `by` labels")
+    info = []
+    for name, i in (doc.get("info") or {}).items():
+        at = f"{where}.info.{name}"
+        if not isinstance(i, dict):
+            raise _fail(at, "expected {by, join, required}")
+        ib = _labels(i.get("by"), f"{at}.by")
+        join = _labels(i["join"], f"{at}.join") if "join" in i else ()
+        required = _labels(i["required"], f"{at}.required") if "required" in i else ()
+        if not set(join) <= set(ib) & set(key) or not set(required) <= set(ib):
+            raise _fail(at, "join labels must be read and in the row key; required labels must be read")
+        info.append(HarvestInfo(name=str(name), by=ib, join=join, required=required))
+    families = {c.harvest for c in fed} | {i.name for i in info}
+    rows = _labels(doc.get("rows"), f"{where}.rows")
+    if not set(rows) <= families:
+        raise _fail(f"{where}.rows", f"{sorted(set(rows) - families)} are not families the table reads")
+    for c in fed:
+        if c.view == "" or (c.spec.base and c.spec.type == "average" and not counters[c.spec.base].harvest):
+            raise _fail(
+                f"{where}", f"{c.name}: a Harvest family feeds a view field, an average its base's too"
+            )
+    return HarvestDef(
+        query=str(doc.get("query", table)),
+        by=by,
+        key=key,
+        rows=rows,
+        info=tuple(info),
+        group=str(doc.get("group", "")),
     )
 
 

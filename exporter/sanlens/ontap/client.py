@@ -38,7 +38,7 @@ from sanlens.config import OntapTarget
 from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SourceError
 from sanlens.model import OntapVersion
-from sanlens.state import poll_budget
+from sanlens.poller import poll_budget
 from sanlens.trust import Trust
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ class OntapClient:
         """A new poll: requests are sent again, and no retry waits past ``deadline`` (monotonic).
 
         By default that is the deadline the poller gives a poll of this target's interval
-        (``sanlens.state``), counted from now: the poll calls this as it starts.
+        (``sanlens.poller``), counted from now: the poll calls this as it starts.
         """
         budget = poll_budget(float(self.target.poll_interval))
         if deadline is None:

@@ -4,7 +4,10 @@ A counter table a release lacks, an endpoint a role or a platform refuses, the s
 path (no CPU domains, no disk busy) or an ASA r2 system (no aggregates) each leave some
 diagnoses without data. ``status`` turns what the collector met into one document per
 cluster, served at ``/diagnoses/inputs``: what is missing, and which diagnoses are not
-evaluated (or evaluated without some evidence) because of it.
+evaluated (or evaluated without some evidence) because of it. Which diagnoses a missing table,
+endpoint, Harvest family or label starves is derived from what each diagnosis declares it reads
+(``Reads``) and from the catalogue; what the statistics path, ASA r2 and Harvest never carry is
+said per diagnosis below.
 """
 
 from __future__ import annotations
@@ -71,11 +74,34 @@ NO_FRONT_END = (
     "no FC port or iSCSI / NVMe LIF performance in Harvest's series (on ASA r2 Harvest reads KeyPerf "
     "alone): no front-end evidence, the host side decides alone"
 )
-# what the series of an older Harvest lack, found on the page it exported (diagnosis -> why)
-NO_SERIAL_HEX: dict[str, str] = {
-    did: "lun_labels carry no serial_hex (NetApp Harvest before 26.02): host disks cannot be joined to their "
-    "LUNs, so the array's side of this diagnosis is missing"
-    for did in ("san_oversubscription", "host_queue_limited", "latency_slo", "lun_iops_ceiling")
+# why a group of tables (the catalogue's ``harvest.group``) none of whose series arrive starves
+GROUP_ABSENT: dict[str, str] = {"front_end": NO_FRONT_END}
+# why an info family's ``required`` label missing from every series starves, by (family, label)
+LABEL_ABSENT: dict[tuple[str, str], str] = {
+    ("lun_labels", "serial_hex"): "lun_labels carry no serial_hex (NetApp Harvest before 26.02): host disks "
+    "cannot be joined to their LUNs, so the array's side of this diagnosis is missing",
+}
+
+
+def _reads(did: str) -> set[str]:
+    r = REGISTRY[did].reads
+    return {*r.tables, *r.offline}
+
+
+# Harvest exports a family only for objects that exist (an FC-only cluster has no LIF series), so a
+# group of tables that stand in for one another is missing only when none of them gave a row, and
+# starves the diagnoses that read every table of the group (the whole front end).
+GROUP_FEEDS: dict[str, tuple[str, ...]] = {
+    g: tuple(did for did in REGISTRY if members <= _reads(did))
+    for g in sorted({t.harvest.group for t in catalogue().values() if t.harvest and t.harvest.group})
+    for members in [{t.table for t in catalogue().values() if t.harvest and t.harvest.group == g}]
+}
+# a label the host join needs starves the diagnoses that join host disks to that table's rows
+LABEL_FEEDS: dict[tuple[str, str], tuple[str, ...]] = {
+    (i.name, label): tuple(did for did in REGISTRY if {"host", t.table} <= _reads(did))
+    for t in catalogue().values()
+    for i in (t.harvest.info if t.harvest else ())
+    for label in i.required
 }
 
 
@@ -118,19 +144,22 @@ def status(
 
 
 def harvest_status(
-    labels_missing: Mapping[str, Iterable[str]] | None = None, front_end: bool = True
+    labels_missing: Mapping[str, Iterable[str]] | None = None, groups_absent: Iterable[str] = ()
 ) -> dict[str, Any]:
     """The inputs of a cluster read from Harvest's series through a Prometheus query API.
 
     ``labels_missing``: family -> labels the page lacks that sanlens reads (an older Harvest);
-    ``front_end``: whether any FC port or iSCSI / NVMe LIF performance series is there."""
+    ``groups_absent``: the table groups (``front_end``) none of whose tables gave a row."""
     starved = {did: [why] for did, why in HARVEST_LACK.items()}
     missing = {f: sorted(ls) for f, ls in sorted((labels_missing or {}).items()) if ls}
-    if "serial_hex" in missing.get("lun_labels", ()):
-        for did, why in NO_SERIAL_HEX.items():
-            starved.setdefault(did, []).append(why)
-    if not front_end:
-        starved.setdefault("san_oversubscription", []).append(NO_FRONT_END)
+    for family, labels in missing.items():
+        for label in labels:
+            why = LABEL_ABSENT.get((family, label), f"{family} carry no {label}")
+            for did in LABEL_FEEDS.get((family, label), ()):
+                starved.setdefault(did, []).append(why)
+    for group in groups_absent:
+        for did in GROUP_FEEDS.get(group, ()):
+            starved.setdefault(did, []).append(GROUP_ABSENT.get(group, f"no {group} series"))
     return {
         "personality": "",
         "collection": "prometheus",

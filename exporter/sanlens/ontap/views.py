@@ -1,15 +1,19 @@
 """Cooked counter rows -> the OntapView the diagnoses read, for live polls and offline captures alike.
 
-Which cooked counter feeds which field is the catalogue's ``view`` key, and a
-row's identity (svm, volume, lun, node, disk, port) comes from the catalogue's
-labels, so the live collector and ``sanlens analyze`` cannot drift apart. The
-live path adds what only the inventory knows (LUN serials, aggregates, RAID and
-move state, FC port speeds).
+Which cooked counter feeds which field is the catalogue's ``view`` key, which
+rows a table feeds its ``view``, and a row's identity (svm, volume, lun, node,
+disk, port) comes from the catalogue's labels, so the live collector and
+``sanlens analyze`` cannot drift apart. The live path adds what only the
+inventory knows (LUN serials, aggregates, RAID and move state, FC port speeds):
+the small code per kind of row below.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sanlens.model import (
@@ -106,239 +110,119 @@ def _int(x: object) -> int | None:
     return int(x) if isinstance(x, int | float) and x > 0 else None
 
 
-def build_view(
-    cluster: str,
-    ts: float,
-    interval: float | None,
-    version: OntapVersion | None,
-    cooked: FieldRows,
-    inventory: Inventory | None = None,
-) -> OntapView:
-    cat = catalogue()
-    inv = inventory or Inventory()
-    aggr_node = {a: i["node"] for a, i in inv.aggregates.items()}
-    serial = {(x["svm"], x["lun"]): x for x in inv.luns}
-    namespaces = {(x["svm"], x["lun"]): x for x in inv.namespaces}
-    lifs: list[LifStats] = []
-    luns: list[LunStats] = []
-    vols: list[VolumeStats] = []
-    nodes: list[NodeStats] = []
-    disks: list[DiskStats] = []
-    ports: list[FcPortStats] = []
-    seen_vols: set[tuple[str, str]] = set()
-    seen_nodes: set[str] = set()
-    seen_disks: set[str] = set()
-    seen_ports: set[tuple[str, str]] = set()
-    for row, f in cooked:
-        tdef = cat.get(row.table)
-        if tdef is None:
-            continue
-        lab = tdef.label_values(row.properties, row.instance)
-        if row.table in ("lun", "namespace"):
-            kind = row.table
-            path = lab["lun"] if kind == "lun" else lab["namespace"]
-            meta = (serial if kind == "lun" else namespaces).get((lab["svm"], path), {})
-            node = lab.get("node") or meta.get("node", "")
-            luns.append(
-                LunStats(
-                    cluster,
-                    lab["svm"],
-                    lab["volume"] or meta.get("volume", ""),
-                    path,
-                    meta.get("serial", ""),
-                    node,
-                    f.get("read_iops"),
-                    f.get("write_iops"),
-                    f.get("other_iops"),
-                    f.get("read_latency_s"),
-                    f.get("write_latency_s"),
-                    f.get("read_bytes_s"),
-                    f.get("write_bytes_s"),
-                    str(meta.get("state", "")),
-                    meta.get("thin"),
-                    kind,
-                    inv.zones.get(node, ""),
-                )
-            )
-        elif row.table in ("iscsi_lif", "nvmf_lif"):
-            lifs.append(_lif(cluster, row.table, lab, f, inv))
-        elif row.table == "volume":
-            key = (lab["svm"], lab["volume"])
-            seen_vols.add(key)
-            i = inv.volumes.get(key, {})
-            aggr = i.get("aggregate") or lab.get("aggregate", "")
-            parts = [f.get(k) for k in ("read_iops", "write_iops", "other_iops")]
-            total = f.get("total_iops")
-            if total is None and any(x is not None for x in parts):
-                total = sum(x or 0.0 for x in parts)
-            vols.append(
-                VolumeStats(
-                    cluster,
-                    key[0],
-                    key[1],
-                    aggr,
-                    aggr_node.get(aggr, lab.get("node", "")),
-                    i.get("style", ""),
-                    parts[0],
-                    parts[1],
-                    parts[2],
-                    total,
-                    f.get("read_latency_s"),
-                    f.get("write_latency_s"),
-                    f.get("avg_latency_s"),
-                    i.get("move_state", ""),
-                    _f(i.get("move_percent")),
-                    _f(i.get("size")),
-                    _f(i.get("available")),
-                )
-            )
-        elif row.table in ("system:node", "sysstat"):
-            name = lab["node"] or row.instance
-            seen_nodes.add(name)
-            n = inv.nodes.get(name, {})
-            procs = f.get("processors") or n.get("processors")
-            if procs is None and isinstance(row.counters.get("cpu"), list):
-                procs = len(row.counters["cpu"])  # type: ignore[arg-type]
-            nodes.append(
-                NodeStats(
-                    cluster,
-                    name,
-                    row.properties.get("system_model") or n.get("model", ""),
-                    _int(procs),
-                    f.get("cpu_busy_ratio"),
-                    f.get("domain_busy", {}),
-                    f.get("average_processor_busy_ratio"),
-                )
-            )
-        elif row.table == "disk:constituent":
-            name = lab["disk"] or row.instance
-            i = inv.disks.get(name, {})
-            rg = lab.get("raid_group") or inv.disk_raid_group.get(name, "")
-            aggr = i.get("aggregate") or lab.get("aggregate", "")
-            disks.append(
-                DiskStats(
-                    cluster,
-                    name,
-                    aggr,
-                    lab.get("node") or i.get("node", ""),
-                    rg,
-                    i.get("type", ""),
-                    i.get("container", ""),
-                    f.get("busy_ratio"),
-                    f.get("read_iops"),
-                    f.get("write_iops"),
-                    i.get("state", ""),
-                    inv.disk_position.get(name, ""),
-                )
-            )
-            seen_disks.add(name)
-        elif row.table == "fcp":
-            p = inv.fc_ports.get((lab["node"], lab["port"]), {})
-            speed = p.get("speed_gbps") or _speed_property(row.properties.get("link.speed", ""))
-            ports.append(
-                FcPortStats(
-                    cluster,
-                    lab["node"],
-                    lab["port"],
-                    speed,
-                    p.get("state", ""),
-                    f.get("read_iops"),
-                    f.get("write_iops"),
-                    f.get("read_bytes_s"),
-                    f.get("write_bytes_s"),
-                    f.get("queue_full"),
-                    f.get("threshold_full"),
-                    f.get("link_errors"),
-                    bool(p.get("enabled", True)),
-                )
-            )
-            seen_ports.add((lab["node"], lab["port"]))
-    if inventory is not None:
-        for key, i in inv.volumes.items():  # volumes without counters still carry move state
-            if key not in seen_vols and i.get("move_state"):
-                vols.append(
-                    VolumeStats(
-                        cluster,
-                        key[0],
-                        key[1],
-                        i["aggregate"],
-                        aggr_node.get(i["aggregate"], ""),
-                        i["style"],
-                        move_state=i["move_state"],
-                        move_percent=_f(i["move_percent"]),
-                    )
-                )
-        # an offline LUN serves no I/O and may answer no counter row: its inventory state is all
-        # there is, and lun_not_online must still judge it
-        seen_luns = {(x.kind, x.svm, x.lun) for x in luns}
-        for kind, listed in (("lun", inv.luns), ("namespace", inv.namespaces)):
-            for x in listed:
-                if (kind, x["svm"], x["lun"]) not in seen_luns:
-                    luns.append(
-                        LunStats(cluster, x["svm"], x.get("volume", ""), x["lun"], x.get("serial", ""),
-                                 x.get("node", ""), state=str(x.get("state", "")), thin=x.get("thin"),
-                                 kind=kind, zone=inv.zones.get(x.get("node", ""), ""))
-                    )  # fmt: skip
-        for name, n in inv.nodes.items():
-            if name not in seen_nodes:
-                nodes.append(NodeStats(cluster, name, n.get("model", ""), _int(n.get("processors"))))
-        # a failed disk serves no I/O and has no counter row: its state is all there is
-        for name, i in inv.disks.items():
-            if name not in seen_disks and "broken" in (i.get("state"), i.get("container")):
-                disks.append(
-                    DiskStats(cluster, name, i.get("aggregate", ""), i.get("node", ""), "", i.get("type", ""),
-                              i.get("container", ""), state=i.get("state", ""),
-                              raid_position=inv.disk_position.get(name, ""))
-                )  # fmt: skip
-        # a port whose link is down may answer no counter row either
-        for (node_name, port), p in inv.fc_ports.items():
-            if (node_name, port) not in seen_ports:
-                ports.append(
-                    FcPortStats(cluster, node_name, port, p.get("speed_gbps"), p.get("state", ""),
-                                enabled=bool(p.get("enabled", True)))
-                )  # fmt: skip
-    rebuilding = {op.aggregate for op in inv.raid_ops if op.operation == "reconstruct"}
-    aggrs = tuple(
-        AggregateInfo(
-            cluster,
-            a,
-            i["node"],
-            i["disk_type"],
-            _int(i["disk_count"]),
-            str(i.get("state", "")),
-            inv.degraded_raid_groups.get(a, 0),
-            a in rebuilding,
-        )
-        for a, i in inv.aggregates.items()
-    )
-    moves = tuple(
-        BackgroundOp(cluster, "volume_move", i["aggregate"], vol, svm, percent=_f(i["move_percent"]))
-        for (svm, vol), i in inv.volumes.items()
-        if i.get("move_state") and i["move_state"] not in _MOVE_DONE
-    )
-    return OntapView(
-        cluster,
-        ts,
-        interval,
-        version,
-        tuple(luns),
-        tuple(vols),
-        tuple(nodes),
-        tuple(disks),
-        aggrs,
-        tuple(inv.raid_ops) + moves,
-        tuple(ports),
-        tuple(lifs),
-        inv.personality,
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+def measured(cls: type, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The view fields a row's counters (or Harvest's series) feed that ``cls`` holds, as keywords."""
+    names = _field_names(cls)
+    return {k: v for k, v in fields.items() if k in names}
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    cluster: str
+    inv: Inventory
+    serial: dict[tuple[str, str], dict]  # (svm, path) -> the LUN's inventory
+    namespaces: dict[tuple[str, str], dict]
+    aggr_node: dict[str, str]
+
+
+def _lun(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> LunStats:
+    kind = row.table
+    path = lab["lun"] if kind == "lun" else lab["namespace"]
+    meta = (ctx.serial if kind == "lun" else ctx.namespaces).get((lab["svm"], path), {})
+    node = lab.get("node") or meta.get("node", "")
+    return LunStats(
+        cluster=ctx.cluster,
+        svm=lab["svm"],
+        volume=lab["volume"] or meta.get("volume", ""),
+        lun=path,
+        serial=meta.get("serial", ""),
+        node=node,
+        state=str(meta.get("state", "")),
+        thin=meta.get("thin"),
+        kind=kind,
+        zone=ctx.inv.zones.get(node, ""),
+        **measured(LunStats, f),
     )
 
 
-def _lif(cluster: str, table: str, lab: dict[str, str], f: dict[str, Any], inv: Inventory) -> LifStats:
+def _volume(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> VolumeStats:
+    i = ctx.inv.volumes.get((lab["svm"], lab["volume"]), {})
+    aggr = i.get("aggregate") or lab.get("aggregate", "")
+    total = f.get("total_iops")
+    parts = [f.get(k) for k in ("read_iops", "write_iops", "other_iops")]
+    if total is None and any(x is not None for x in parts):
+        total = sum(x or 0.0 for x in parts)
+    return VolumeStats(
+        cluster=ctx.cluster,
+        svm=lab["svm"],
+        volume=lab["volume"],
+        aggregate=aggr,
+        node=ctx.aggr_node.get(aggr, lab.get("node", "")),
+        style=i.get("style", ""),
+        move_state=i.get("move_state", ""),
+        move_percent=_f(i.get("move_percent")),
+        size_bytes=_f(i.get("size")),
+        available_bytes=_f(i.get("available")),
+        **{**measured(VolumeStats, f), "total_iops": total},
+    )
+
+
+def _node(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> NodeStats:
+    name = lab["node"] or row.instance
+    n = ctx.inv.nodes.get(name, {})
+    procs = f.get("processors") or n.get("processors")
+    if procs is None and isinstance(row.counters.get("cpu"), list):
+        procs = len(row.counters["cpu"])  # type: ignore[arg-type]
+    return NodeStats(
+        cluster=ctx.cluster,
+        node=name,
+        model=row.properties.get("system_model") or n.get("model", ""),
+        **{**measured(NodeStats, f), "processors": _int(procs)},
+    )
+
+
+def _disk(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> DiskStats:
+    name = lab["disk"] or row.instance
+    i = ctx.inv.disks.get(name, {})
+    return DiskStats(
+        cluster=ctx.cluster,
+        disk=name,
+        aggregate=i.get("aggregate") or lab.get("aggregate", ""),
+        node=lab.get("node") or i.get("node", ""),
+        raid_group=lab.get("raid_group") or ctx.inv.disk_raid_group.get(name, ""),
+        disk_type=i.get("type", ""),
+        container=i.get("container", ""),
+        state=i.get("state", ""),
+        raid_position=ctx.inv.disk_position.get(name, ""),
+        **measured(DiskStats, f),
+    )
+
+
+def _fc_port(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> FcPortStats:
+    p = ctx.inv.fc_ports.get((lab["node"], lab["port"]), {})
+    return FcPortStats(
+        cluster=ctx.cluster,
+        node=lab["node"],
+        port=lab["port"],
+        speed_gbps=p.get("speed_gbps") or _speed_property(row.properties.get("link.speed", "")),
+        state=p.get("state", ""),
+        enabled=bool(p.get("enabled", True)),
+        **measured(FcPortStats, f),
+    )
+
+
+def _lif(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> LifStats:
     """An iSCSI or NVMe-oF LIF row, with its port (and that port's speed) from the inventory."""
+    inv = ctx.inv
     ip = inv.ip_lifs.get((lab["svm"], lab["lif"]), {})
     node = lab.get("node") or ip.get("node", "")
     port = ip.get("port") or lab.get("port", "")
-    if table == "iscsi_lif":
+    if row.table == "iscsi_lif":
         protocol = "iscsi"
     elif ip:
         protocol = str(ip.get("protocol", "nvme_tcp"))
@@ -351,21 +235,175 @@ def _lif(cluster: str, table: str, lab: dict[str, str], f: dict[str, Any], inv: 
         eth = inv.eth_ports.get((node, port), {})
         speed, state = eth.get("speed_gbps"), str(ip.get("state") or eth.get("state", ""))
     return LifStats(
-        cluster,
-        node,
-        lab["svm"],
-        lab["lif"],
-        protocol,
-        port,
-        speed,
-        state,
-        f.get("read_iops"),
-        f.get("write_iops"),
-        f.get("read_latency_s"),
-        f.get("write_latency_s"),
-        f.get("read_bytes_s"),
-        f.get("write_bytes_s"),
-        f.get("protocol_errors"),
+        cluster=ctx.cluster,
+        node=node,
+        svm=lab["svm"],
+        lif=lab["lif"],
+        protocol=protocol,
+        port=port,
+        speed_gbps=speed,
+        state=state,
+        **measured(LifStats, f),
+    )
+
+
+# a table's ``view`` -> its row's view entry
+_MAKERS: dict[str, Callable[[_Ctx, CounterRow, dict[str, str], dict[str, Any]], Any]] = {
+    "luns": _lun,
+    "volumes": _volume,
+    "nodes": _node,
+    "disks": _disk,
+    "fc_ports": _fc_port,
+    "lifs": _lif,
+}
+
+
+def build_view(
+    cluster: str,
+    ts: float,
+    interval: float | None,
+    version: OntapVersion | None,
+    cooked: FieldRows,
+    inventory: Inventory | None = None,
+) -> OntapView:
+    """The view of cooked rows, each in the rows its table's ``view`` names, and the inventory's."""
+    cat = catalogue()
+    inv = inventory or Inventory()
+    ctx = _Ctx(
+        cluster=cluster,
+        inv=inv,
+        serial={(x["svm"], x["lun"]): x for x in inv.luns},
+        namespaces={(x["svm"], x["lun"]): x for x in inv.namespaces},
+        aggr_node={a: i["node"] for a, i in inv.aggregates.items()},
+    )
+    views: dict[str, list[Any]] = {v: [] for v in _MAKERS}
+    for row, f in cooked:
+        tdef = cat.get(row.table)
+        if tdef is not None and tdef.view in _MAKERS:
+            lab = tdef.label_values(row.properties, row.instance)
+            views[tdef.view].append(_MAKERS[tdef.view](ctx, row, lab, f))
+    if inventory is not None:
+        inventory_only(ctx, views)
+    kinds: dict[str, Any] = {k: tuple(v) for k, v in views.items()}
+    return OntapView(
+        cluster=cluster,
+        timestamp=ts,
+        interval_s=interval,
+        version=version,
+        aggregates=_aggregates(cluster, inv),
+        background_ops=(*inv.raid_ops, *_moves(cluster, inv)),
+        personality=inv.personality,
+        **kinds,
+    )
+
+
+def inventory_only(ctx: _Ctx, views: dict[str, list[Any]]) -> None:
+    """What the inventory knows of objects that answered no counter row, added to ``views``."""
+    cluster, inv = ctx.cluster, ctx.inv
+    seen_vols = {(x.svm, x.volume) for x in views["volumes"]}
+    for key, i in inv.volumes.items():  # volumes without counters still carry move state
+        if key not in seen_vols and i.get("move_state"):
+            views["volumes"].append(
+                VolumeStats(
+                    cluster=cluster,
+                    svm=key[0],
+                    volume=key[1],
+                    aggregate=i["aggregate"],
+                    node=ctx.aggr_node.get(i["aggregate"], ""),
+                    style=i["style"],
+                    move_state=i["move_state"],
+                    move_percent=_f(i["move_percent"]),
+                )
+            )
+    # an offline LUN serves no I/O and may answer no counter row: its inventory state is all
+    # there is, and lun_not_online must still judge it
+    seen_luns = {(x.kind, x.svm, x.lun) for x in views["luns"]}
+    for kind, listed in (("lun", inv.luns), ("namespace", inv.namespaces)):
+        for x in listed:
+            if (kind, x["svm"], x["lun"]) not in seen_luns:
+                views["luns"].append(
+                    LunStats(
+                        cluster=cluster,
+                        svm=x["svm"],
+                        volume=x.get("volume", ""),
+                        lun=x["lun"],
+                        serial=x.get("serial", ""),
+                        node=x.get("node", ""),
+                        state=str(x.get("state", "")),
+                        thin=x.get("thin"),
+                        kind=kind,
+                        zone=inv.zones.get(x.get("node", ""), ""),
+                    )
+                )
+    seen_nodes = {x.node for x in views["nodes"]}
+    for name, n in inv.nodes.items():
+        if name not in seen_nodes:
+            views["nodes"].append(
+                NodeStats(
+                    cluster=cluster, node=name, model=n.get("model", ""), processors=_int(n.get("processors"))
+                )
+            )
+    # a failed disk serves no I/O and has no counter row: its state is all there is
+    seen_disks = {x.disk for x in views["disks"]}
+    for name, i in inv.disks.items():
+        if name not in seen_disks and "broken" in (i.get("state"), i.get("container")):
+            views["disks"].append(
+                DiskStats(
+                    cluster=cluster,
+                    disk=name,
+                    aggregate=i.get("aggregate", ""),
+                    node=i.get("node", ""),
+                    disk_type=i.get("type", ""),
+                    container=i.get("container", ""),
+                    state=i.get("state", ""),
+                    raid_position=inv.disk_position.get(name, ""),
+                )
+            )
+    # a port whose link is down may answer no counter row either
+    seen_ports = {(x.node, x.port) for x in views["fc_ports"]}
+    for (node, port), p in inv.fc_ports.items():
+        if (node, port) not in seen_ports:
+            views["fc_ports"].append(
+                FcPortStats(
+                    cluster=cluster,
+                    node=node,
+                    port=port,
+                    speed_gbps=p.get("speed_gbps"),
+                    state=p.get("state", ""),
+                    enabled=bool(p.get("enabled", True)),
+                )
+            )
+
+
+def _aggregates(cluster: str, inv: Inventory) -> tuple[AggregateInfo, ...]:
+    rebuilding = {op.aggregate for op in inv.raid_ops if op.operation == "reconstruct"}
+    return tuple(
+        AggregateInfo(
+            cluster=cluster,
+            aggregate=a,
+            node=i["node"],
+            disk_type=i["disk_type"],
+            disk_count=_int(i["disk_count"]),
+            state=str(i.get("state", "")),
+            degraded_raid_groups=inv.degraded_raid_groups.get(a, 0),
+            reconstructing=a in rebuilding,
+        )
+        for a, i in inv.aggregates.items()
+    )
+
+
+def _moves(cluster: str, inv: Inventory) -> tuple[BackgroundOp, ...]:
+    return tuple(
+        BackgroundOp(
+            cluster=cluster,
+            operation="volume_move",
+            aggregate=i["aggregate"],
+            volume=vol,
+            svm=svm,
+            percent=_f(i["move_percent"]),
+        )
+        for (svm, vol), i in inv.volumes.items()
+        if i.get("move_state") and i["move_state"] not in _MOVE_DONE
     )
 
 

@@ -1,15 +1,23 @@
 """Reading the files a config is, or names: capped in size, decoded, never echoed.
 
-Shared by the loader (the config file itself) and by ``AuthConfig.resolve_password``
-(password files, read at start and again when they rotate). A problem names the file
-and, when known, the line; never the bytes, which may be a secret's.
+Shared by the loaders (the config and web config files) and by ``AuthConfig.resolve_password``
+(password files, read at start and again when they rotate). A problem names the file and,
+when known, the line; never the bytes, which may be a secret's.
 """
 
 from __future__ import annotations
 
 import codecs
 import errno
-from pathlib import Path
+import os
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 class DecodeError(Exception):
@@ -17,8 +25,7 @@ class DecodeError(Exception):
 
     def __init__(self, reason: str, line: int | None = None) -> None:
         super().__init__(reason)
-        self.reason = reason
-        self.line = line
+        self.reason, self.line = reason, line
 
 
 class TooLarge(Exception):
@@ -27,13 +34,7 @@ class TooLarge(Exception):
 
 def decode(data: bytes) -> str:
     """UTF-8 (a BOM allowed), or UTF-16/32 with a BOM, as Notepad and PowerShell write them."""
-    for bom, codec in (
-        (codecs.BOM_UTF32_LE, "utf-32"),
-        (codecs.BOM_UTF32_BE, "utf-32"),
-        (codecs.BOM_UTF8, "utf-8-sig"),
-        (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"),
-    ):
+    for bom, codec in _BOMS:
         if data.startswith(bom):
             try:
                 return data.decode(codec)
@@ -45,11 +46,12 @@ def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise DecodeError("not UTF-8 text; save the file as UTF-8", line) from None
+        raise DecodeError(
+            "not UTF-8 text; save the file as UTF-8", data.count(b"\n", 0, e.start) + 1
+        ) from None
 
 
-def read_capped(path: str | Path, cap: int) -> bytes:
+def read_capped(path: str | os.PathLike[str], cap: int) -> bytes:
     """At most ``cap`` bytes, TooLarge past that (a device or a runaway file is not read to the end).
 
     OSError when the file cannot be read, a path holding a NUL character included.

@@ -1,0 +1,157 @@
+"""The ONTAP source's exposition: one poll's inventory, gaps and raw counters as metric families.
+
+Raw cumulative counters are exposed as ONTAP reports them, scaled to SI units (PromQL
+computes rates); the inventory's info series carry the identities dashboards join on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from sanlens.model import Metric, MetricBuilder
+from sanlens.ontap.cooking import CounterRow, keeps_partial
+
+if TYPE_CHECKING:  # the source renders itself here
+    from sanlens.ontap.collector import OntapSource
+
+CLUSTER_INFO_HELP = "ONTAP cluster, version, personality (unified or asa-r2) and collection path (tables, statistics or harvest)."
+MALFORMED_HELP = (
+    "Records of the last poll skipped as garbage, by table and problem: no id, no counters, an id repeated "
+    "(the first record wins), or for Harvest a sample that is not a named series with a number."
+)
+
+
+def render(src: OntapSource, rows: Mapping[str, list[CounterRow]]) -> tuple[Metric, ...]:
+    """The poll's families: the inventory's info series, what the cluster lacks, and every counter."""
+    b = MetricBuilder()
+    c = src.name
+    inv = src.inventory
+    v = src.version
+    b.add(
+        "sanlens_ontap_cluster_info",
+        "gauge",
+        CLUSTER_INFO_HELP,
+        {
+            "cluster": c,
+            "version": str(v or ""),
+            "personality": src.caps.personality,
+            "collection": "statistics" if src._fallback else "tables",
+        },
+        1,
+    )
+    for node, n in inv.nodes.items():
+        b.add("sanlens_ontap_node_info", "gauge", "ONTAP node inventory.",
+              {"cluster": c, "node": node, "model": n["model"], "serial": n["serial"]}, 1)  # fmt: skip
+    for x in inv.luns:
+        b.add("sanlens_ontap_lun_info", "gauge", "ONTAP LUN inventory; serial joins host disks.",
+              {"cluster": c, "svm": x["svm"], "volume": x["volume"], "lun": x["lun"], "serial": x["serial"],
+               "os_type": x["os_type"], "node": x["node"]}, 1)  # fmt: skip
+    aggr_node = {a: i["node"] for a, i in inv.aggregates.items()}
+    for (svm, vol), i in inv.volumes.items():
+        b.add("sanlens_ontap_volume_info", "gauge", "ONTAP volume inventory.",
+              {"cluster": c, "svm": svm, "volume": vol, "aggregate": i["aggregate"],
+               "node": aggr_node.get(i["aggregate"], ""), "style": i["style"]}, 1)  # fmt: skip
+        if i["move_state"] and i["move_percent"] is not None:
+            b.add("sanlens_ontap_volume_move_done_ratio", "gauge", "Volume move progress, 0..1 (only while moving).",
+                  {"cluster": c, "svm": svm, "volume": vol, "state": i["move_state"]}, float(i["move_percent"]) / 100.0)  # fmt: skip
+    for a, i in inv.aggregates.items():
+        b.add("sanlens_ontap_aggregate_info", "gauge", "ONTAP aggregate inventory.",
+              {"cluster": c, "aggregate": a, "node": i["node"], "disk_type": i["disk_type"]}, 1)  # fmt: skip
+        if i["disk_count"] is not None:
+            b.add("sanlens_ontap_aggregate_disks", "gauge", "Disks in the aggregate.",
+                  {"cluster": c, "aggregate": a}, float(i["disk_count"]))  # fmt: skip
+    for op in inv.raid_ops:
+        b.add("sanlens_ontap_raid_operation_done_ratio", "gauge", "RAID background operation progress, 0..1 (only while active).",
+              {"cluster": c, "aggregate": op.aggregate, "raid_group": op.raid_group, "operation": op.operation},
+              float(op.percent or 0) / 100.0)  # fmt: skip
+    for d, i in inv.disks.items():
+        b.add("sanlens_ontap_disk_info", "gauge", "ONTAP disk inventory.",
+              {"cluster": c, "node": i["node"], "disk": d, "aggregate": i["aggregate"],
+               "raid_group": inv.disk_raid_group.get(d, ""), "raid_position": inv.disk_position.get(d, ""),
+               "type": i["type"], "rpm": i["rpm"],
+               "container": i["container"], "state": i["state"]}, 1)  # fmt: skip
+    order = {t: i for i, t in enumerate(src.target.tables)}
+    for table, lacking in sorted(src.missing.items(), key=lambda kv: order.get(kv[0], len(order))):
+        for counter in lacking:
+            b.add("sanlens_ontap_counter_missing", "gauge",
+                  "A counter sanlens uses that the cluster's counter schema lacks (1 while missing).",
+                  {"cluster": c, "table": table, "counter": counter}, 1)  # fmt: skip
+    for table in sorted(src.tables_missing, key=lambda t: order.get(t, len(order))):
+        b.add("sanlens_ontap_counter_table_missing", "gauge",
+              "A counter table sanlens is configured to read that the cluster answers 404 for (1 while missing).",
+              {"cluster": c, "table": table}, 1)  # fmt: skip
+    for table, n_partial in sorted(src.partial.items(), key=lambda kv: order.get(kv[0], len(order))):
+        b.add("sanlens_ontap_partial_aggregation_rows", "gauge",
+              "Counter rows whose aggregation was incomplete (a node unreachable) in the last poll.",
+              {"cluster": c, "table": table, "policy": "keep" if keeps_partial(table) else "skip"},
+              float(n_partial))  # fmt: skip
+    for table, problems in sorted(src.malformed.items(), key=lambda kv: order.get(kv[0], len(order))):
+        for problem, count in sorted(problems.items()):
+            b.add("sanlens_ontap_malformed_records", "gauge", MALFORMED_HELP,
+                  {"cluster": c, "table": table, "problem": problem}, float(count))  # fmt: skip
+    for x in inv.namespaces:
+        b.add("sanlens_ontap_namespace_info", "gauge", "ONTAP NVMe namespace inventory; uuid joins host namespaces.",
+              {"cluster": c, "svm": x["svm"], "volume": x["volume"], "namespace": x["lun"], "uuid": x["uuid"],
+               "os_type": x["os_type"], "node": x["node"], "state": x["state"]}, 1)  # fmt: skip
+    for (svm, lif), i in sorted(inv.ip_lifs.items()):
+        b.add("sanlens_ontap_ip_lif_info", "gauge", "iSCSI and NVMe/TCP data LIFs and the Ethernet port each sits on.",
+              {"cluster": c, "node": i["node"], "svm": svm, "lif": lif, "port": i["port"],
+               "protocol": i["protocol"], "state": i["state"]}, 1)  # fmt: skip
+    for (node, port), p in sorted(inv.eth_ports.items()):
+        if p["speed_gbps"]:
+            b.add("sanlens_ontap_ethernet_port_data_rate_bytes_per_second", "gauge",
+                  "Ethernet port's data rate under SAN LIFs: 125 MB/s per Gbit/s of its speed.",
+                  {"cluster": c, "node": node, "port": port}, p["speed_gbps"] * 1.25e8)  # fmt: skip
+    for node, zone in sorted(inv.zones.items()):
+        b.add("sanlens_ontap_availability_zone_info", "gauge",
+              "ASA r2 storage availability zone of each node (ASA r2 has no aggregates).",
+              {"cluster": c, "zone": zone, "node": node}, 1)  # fmt: skip
+    for endpoint, reason in sorted(src.caps.missing.items()):
+        b.add("sanlens_ontap_endpoint_missing", "gauge",
+              "A REST endpoint the cluster refuses (1 while refused): absent on its release or platform, or outside the role.",
+              {"cluster": c, "endpoint": endpoint, "reason": reason}, 1)  # fmt: skip
+    for (node, port), p in inv.fc_ports.items():
+        b.add("sanlens_ontap_fc_port_info", "gauge", "FC target port inventory and state.",
+              {"cluster": c, "node": node, "port": port, "state": p["state"]}, 1)  # fmt: skip
+        if p["speed_gbps"]:
+            b.add("sanlens_ontap_fc_port_data_rate_bytes_per_second", "gauge",
+                  "FC port's nominal data rate: 100 MB/s per Gbit/s of negotiated speed (fabric.connected_speed).",
+                  {"cluster": c, "node": node, "port": port}, p["speed_gbps"] * 1e8)  # fmt: skip
+    # a row with incomplete aggregation is a sum over the constituents that answered: exporting it
+    # would show Prometheus a counter that dropped (a reset, and a rate() spike on the drop and on the
+    # recovery). Its series are left out for the poll: a gap, not a wrong value.
+    partial = src._partial_ids
+    node_label = next((lab for lab in src.specs["system:node"].labels if lab.name == "node"), None)
+    procs_from_table = {
+        node_label.value(r.properties, r.instance)
+        for r in rows.get("system:node", ())
+        if "num_processors" in r.counters and r.instance not in partial.get("system:node", ())
+    } if node_label else set()  # fmt: skip
+    for node, n in inv.nodes.items():
+        if node not in procs_from_table and n["processors"] is not None:
+            b.add("sanlens_ontap_node_processors", "gauge", "Processors in the node.",
+                  {"cluster": c, "node": node}, float(n["processors"]))  # fmt: skip
+    for table, trows in rows.items():
+        tdef = src.specs[table]
+        plan = src.emit_plan(table)
+        exported = tdef.export_labels
+        skip = partial.get(table, frozenset())
+        for r in trows:
+            if r.instance in skip:
+                continue
+            vals0 = (c, *(lab.value(r.properties, r.instance) for lab in exported))
+            row_counters = r.counters
+            for name, fam, mtype, help_, lnames, by, scale in plan:
+                cv = row_counters.get(name)
+                if cv is None:
+                    continue
+                if isinstance(cv, list):
+                    arr_labels = r.labels.get(name) or []
+                    for pos, val in enumerate(cv):
+                        lv = arr_labels[pos] if pos < len(arr_labels) else str(pos)
+                        b.add_tuple(fam, mtype, help_, lnames, (*vals0, lv), val * scale)
+                else:
+                    skey = (*vals0, by) if by is not None else vals0
+                    b.add_tuple(fam, mtype, help_, lnames, skey, cv * scale)
+    return b.build()
