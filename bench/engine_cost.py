@@ -30,7 +30,7 @@ from sanlens.diagnose.base import Context
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import MODULES, resolve
 from sanlens.hosts.registry import make_host_source
-from sanlens.join_stage import JoinStage
+from sanlens.join.stage import JoinStage
 from sanlens.model import Snapshot
 from sanlens.ontap.collector import OntapSource
 from soak import add_scale_arguments

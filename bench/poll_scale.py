@@ -25,9 +25,9 @@ import urllib.request
 from pathlib import Path
 
 from sanlens.config import Duration, OntapTarget
-from sanlens.exposition import Exposition
 from sanlens.ontap.collector import OntapSource
-from sanlens.state import State
+from sanlens.serve.exposition import Exposition
+from sanlens.store import State
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -29,7 +29,7 @@ from unittest import mock
 
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
-from sanlens.runtime import Exporter
+from sanlens.runtime.exporter import Exporter
 from sanlens_sim.server import Simulator
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,7 +37,7 @@ from golden import Clock
 from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory
+from sanlens.join.directory import LunDirectory
 from sanlens.ontap.collector import OntapSource
 from sanlens_sim.scenarios import SCENARIOS
 from sanlens_sim.server import Simulator

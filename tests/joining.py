@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sanlens.join import LunDirectory
-from sanlens.join_stage import JoinStage
+from sanlens.join.directory import LunDirectory
+from sanlens.join.stage import JoinStage
 from sanlens.model import Snapshot
 
 

@@ -19,8 +19,8 @@ from sanlens import __version__, cliargs
 from sanlens.config import Config
 from sanlens.config.load import check_config
 from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
-from sanlens.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
 from sanlens.optional import ANALYZE, SIMULATOR, MissingPart, Part, load
+from sanlens.serve.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
 from sanlens.urls import RedactingFilter
 
 log = logging.getLogger("sanlens")
@@ -33,7 +33,11 @@ SUBCOMMANDS: dict[str, tuple[str, str, Part | None]] = {
     "simulate": ("sanlens_sim.cli", "serve the ONTAP REST + windows_exporter simulator", SIMULATOR),
     "analyze": ("sanlens.analyze.cli", "diagnose PerfMon logs and ONTAP captures offline", ANALYZE),
     "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time", None),
-    "healthcheck": ("sanlens.healthcheck", "is this container's `sanlens serve` up? exit 0 yes, 1 no", None),
+    "healthcheck": (
+        "sanlens.serve.healthcheck",
+        "is this container's `sanlens serve` up? exit 0 yes, 1 no",
+        None,
+    ),
 }
 # $SANLENS_LISTEN and $SANLENS_WEB_CONFIG_FILE are read by serve (below its flags, above the
 # config file) and by healthcheck, so a container sets them once for both: the image's
@@ -62,14 +66,14 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sanlens.runtime import Exporter, wait_for_signal
+    from sanlens.runtime.exporter import Exporter, wait_for_signal
 
     cfg = checked_config(args.config)
     setup_logging(args.log_level or cfg.log_level)
     web = None
     web_config_file = args.web_config_file or os.environ.get(ENV_WEB_CONFIG_FILE) or None
     if web_config_file:
-        from sanlens.web_security import WebSecurity
+        from sanlens.serve.web_security import WebSecurity
 
         web = WebSecurity(web_config_file)  # a bad file exits 2 before anything listens
     listen = args.listen or env_listen() or cfg.listen

@@ -15,7 +15,7 @@ from sanlens.errors import UsageError, is_bind_error, listen_error
 from sanlens.optional import SIMULATOR, load
 
 if TYPE_CHECKING:
-    from sanlens.runtime import Exporter
+    from sanlens.runtime.exporter import Exporter
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ def _listening(address: str) -> Iterator[None]:
 
 def run_demo(args: argparse.Namespace) -> int:
     """The demo until Ctrl-C or ``--duration``; a bad knob is a UsageError, a taken port a RunError."""
-    from sanlens.runtime import Exporter, wait_for_signal
+    from sanlens.runtime.exporter import Exporter, wait_for_signal
 
     load("sanlens_sim", "demo", SIMULATOR)  # installed? else one line saying how to install it
     from sanlens_sim.scenario_base import KnobError

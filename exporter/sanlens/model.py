@@ -378,7 +378,7 @@ class HostView:
 # ------------------------------------------------------------------ join keys
 @dataclass(frozen=True, slots=True)
 class LunIdentity:
-    """What identifies one ONTAP LUN or NVMe namespace to the hosts (sanlens.join)."""
+    """What identifies one ONTAP LUN or NVMe namespace to the hosts (sanlens.join.directory)."""
 
     cluster: str
     svm: str
@@ -427,5 +427,5 @@ class Snapshot:
     inputs: dict[str, Any] | None = None
     # an ONTAP poll: the cluster's LUNs and namespaces as the hosts see them; None: not known here
     lun_identities: tuple[LunIdentity, ...] | None = None
-    # a host poll: each disk's join keys; the join stage (sanlens.join_stage) resolves them
+    # a host poll: each disk's join keys; the join stage (sanlens.join.stage) resolves them
     disk_identities: tuple[DiskIdentity, ...] = ()

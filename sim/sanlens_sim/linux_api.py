@@ -29,8 +29,8 @@ import math
 from collections.abc import Iterable
 from decimal import Decimal
 
-from sanlens.exposition import escape_label_value
-from sanlens.join import ontap_wwid
+from sanlens.join.directory import ontap_wwid
+from sanlens.serve.exposition import escape_label_value
 from sanlens_sim.estate import Estate
 from sanlens_sim.world import Host, HostDisk, Lun, lun_serial
 

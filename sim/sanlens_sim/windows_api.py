@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sanlens.exposition import escape_label_value, format_value
+from sanlens.serve.exposition import escape_label_value, format_value
 from sanlens_sim.estate import Estate
 from sanlens_sim.world import Host, HostDisk
 

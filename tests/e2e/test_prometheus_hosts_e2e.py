@@ -21,7 +21,7 @@ from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.hosts.prometheus_source import JOIN_FAMILIES, PrometheusHostSource
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory
+from sanlens.join.directory import LunDirectory
 from sanlens.model import HostView, Snapshot
 from sanlens.ontap.collector import OntapSource
 from sanlens_sim.server import Simulator

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import DiagnoseConfig, Duration
 from sanlens.demo import demo_config
-from sanlens.runtime import Exporter
+from sanlens.runtime.exporter import Exporter
 from sanlens_sim.server import Simulator
 
 pytestmark = pytest.mark.e2e

@@ -22,7 +22,7 @@ from sanlens.diagnose.base import Context
 from sanlens.diagnose.engine import ALL_INPUTS, Engine
 from sanlens.diagnose.registry import MODULES, relax, resolve
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory
+from sanlens.join.directory import LunDirectory
 from sanlens.model import Snapshot
 from sanlens.ontap.collector import OntapSource
 from sanlens_sim.server import Simulator

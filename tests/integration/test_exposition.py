@@ -11,12 +11,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import OntapTarget
-from sanlens.exposition import Exposition
 from sanlens.freshness import stale_after
 from sanlens.model import Metric, MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
-from sanlens.server import ExporterServer
-from sanlens.state import State
+from sanlens.serve.exposition import Exposition
+from sanlens.serve.server import ExporterServer
+from sanlens.store import State
 from sanlens_sim.server import Simulator
 
 # sanlens' own families, rendered by the client library after the snapshots
@@ -100,7 +100,7 @@ def test_a_new_poll_renders_only_its_new_label_sets_and_forgets_gone_ones(
 ) -> None:
     """Each poll brings new but equal label tuples: their text comes from the last render, so only
     label sets that are new are joined again, and a set no longer polled is not kept."""
-    from sanlens import exposition
+    from sanlens.serve import exposition
 
     joined: list[str] = []
     real = exposition.escape_label_value

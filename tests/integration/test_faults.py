@@ -2,7 +2,7 @@
 
 One ONTAP target and one windows_exporter host, each on its own simulator process (the
 same ``healthy`` world, so the host's disks still join the cluster's LUNs), polled every
-second by a ``sanlens.runtime.Exporter`` in this process. A fault is switched on in the
+second by a ``sanlens.runtime.exporter.Exporter`` in this process. A fault is switched on in the
 simulator that serves the targets it concerns and switched off as soon as each of them
 has failed once; then:
 
@@ -47,8 +47,9 @@ from faults_harness import (
 from sanlens.config.load import load_config_text
 from sanlens.hosts.cooking import DiskReading, HostCooker
 from sanlens.model import Snapshot
-from sanlens.poller import ABORT_GRACE_S, MIN_POLL_DEADLINE_S
-from sanlens.runtime import Exporter
+from sanlens.runtime.exporter import Exporter
+from sanlens.runtime.poller import ABORT_GRACE_S
+from sanlens.source import MIN_POLL_DEADLINE_S
 
 POLL_S = 1.0  # every target's poll interval
 TIMEOUT_S = 0.8  # connect and read timeouts; the simulator's healthy answers take a few ms

@@ -22,10 +22,10 @@ from tests.conftest import free_port
 from tests.pki import PKI, make_pki
 
 from sanlens.config import Config
-from sanlens.healthcheck import DEFAULT_LISTEN, target
-from sanlens.server import ExporterServer
-from sanlens.state import State
-from sanlens.web_security import WebSecurity
+from sanlens.serve.healthcheck import DEFAULT_LISTEN, target
+from sanlens.serve.server import ExporterServer
+from sanlens.serve.web_security import WebSecurity
+from sanlens.store import State
 
 PASSWORD = "probe-password-never-printed"
 SERVER_NAME = "sanlens.monitoring.svc"

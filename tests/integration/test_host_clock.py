@@ -13,10 +13,10 @@ from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.freshness import STALE_MIN_S
 from sanlens.hosts.winrm import WinRMSource
-from sanlens.join import LunDirectory
+from sanlens.join.directory import LunDirectory
 from sanlens.ontap.collector import OntapSource
-from sanlens.pipeline import Pipeline
-from sanlens.state import State
+from sanlens.runtime.pipeline import Pipeline
+from sanlens.store import State
 from sanlens_sim.server import Simulator
 
 SKEW_S = 2 * STALE_MIN_S  # far past the staleness bound: a host clock ahead by this used to blind the array

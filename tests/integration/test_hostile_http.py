@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from tests.pki import make_pki
 
-from sanlens import server as server_mod
 from sanlens.model import MetricBuilder, Snapshot
-from sanlens.server import ExporterServer
-from sanlens.state import State
-from sanlens.web_security import WebSecurity
+from sanlens.serve import server as server_mod
+from sanlens.serve.server import ExporterServer
+from sanlens.serve.web_security import WebSecurity
+from sanlens.store import State
 
 Serve = Callable[..., ExporterServer]
 

@@ -6,7 +6,7 @@ its answers hostile: huge or endless bodies, bodies shorter than their Content-L
 loops, redirects to ``file://`` or to another server, records and links of the wrong type,
 ``503`` with an absurd ``Retry-After``, plain ``500``s whose backoff would outlast the deadline,
 exporter pages with too many series. One ONTAP and one windows_exporter target are polled every
-second by ``sanlens.state.Poller``s (deadline: the 2 s floor) for the whole module.
+second by ``sanlens.store.Poller``s (deadline: the 2 s floor) for the whole module.
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ import pytest
 from faults_harness import wait_for
 from sanlens.config import AuthConfig, Duration, HostTarget, OntapTarget
 from sanlens.hosts.windows_exporter import WindowsExporterSource
-from sanlens.join import LunDirectory
-from sanlens.join_stage import JoinStage
+from sanlens.join.directory import LunDirectory
+from sanlens.join.stage import JoinStage
 from sanlens.ontap.collector import OntapSource
-from sanlens.pipeline import Pipeline
-from sanlens.poller import Poller, Source
-from sanlens.state import State
+from sanlens.runtime.pipeline import Pipeline
+from sanlens.runtime.poller import Poller
+from sanlens.source import Source
+from sanlens.store import State
 from sanlens_sim.server import Simulator
 
 POLL_S = 1.0

@@ -14,7 +14,7 @@ from tests import joining
 
 from sanlens.config import HostTarget
 from sanlens.hosts.node_exporter import NodeExporterSource
-from sanlens.join import LunDirectory, LunIdentity
+from sanlens.join.directory import LunDirectory, LunIdentity
 from sanlens.model import HostDiskStats, HostView, Snapshot
 from sanlens_sim.server import Simulator
 

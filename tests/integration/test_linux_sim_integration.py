@@ -18,8 +18,8 @@ from tests import joining
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.node_exporter import NodeExporterSource
-from sanlens.join import LunDirectory, LunIdentity, volume_from_path
-from sanlens.runtime import Exporter
+from sanlens.join.directory import LunDirectory, LunIdentity, volume_from_path
+from sanlens.runtime.exporter import Exporter
 from sanlens_sim.server import Simulator
 
 T0 = 1_700_000_000.0

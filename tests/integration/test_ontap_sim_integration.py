@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sanlens.config import Config, DiagnoseConfig, Duration, OntapTarget
 from sanlens.ontap.collector import OntapSource
-from sanlens.runtime import Exporter
+from sanlens.runtime.exporter import Exporter
 from sanlens_sim.server import Simulator
 
 ARCH_LABELS = {

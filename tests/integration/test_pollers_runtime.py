@@ -14,8 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.config.models import WindowsExporterHost
 from sanlens.errors import ConfigError
-from sanlens.poller import MIN_POLL_DEADLINE_S, POLL_DEADLINE_RATIO
-from sanlens.runtime import Exporter
+from sanlens.runtime.exporter import Exporter
+from sanlens.source import MIN_POLL_DEADLINE_S, POLL_DEADLINE_RATIO
 from sanlens_sim.server import Simulator
 from slow_http import TrickleServer
 

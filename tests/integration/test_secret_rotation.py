@@ -20,7 +20,7 @@ from sanlens.errors import SourceError
 from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.ontap.client import POOL_SIZE
 from sanlens.ontap.collector import OntapSource
-from sanlens.runtime import Exporter
+from sanlens.runtime.exporter import Exporter
 from sanlens_sim import server as sim_server
 from sanlens_sim.ontap_api import ApiError
 

@@ -24,9 +24,9 @@ import pytest
 from tests.conftest import free_port
 from tests.pki import PKI, make_pki, reissue_server
 
-from sanlens.server import ExporterServer
-from sanlens.state import State
-from sanlens.web_security import WebSecurity
+from sanlens.serve.server import ExporterServer
+from sanlens.serve.web_security import WebSecurity
+from sanlens.store import State
 
 ENDPOINTS = ("/metrics", "/diagnoses", "/-/healthy", "/-/ready", "/")
 PASSWORD = "correct horse battery staple"
@@ -316,7 +316,7 @@ def test_a_broken_edit_keeps_the_last_good_config(
 ) -> None:
     srv = serve(f"basic_auth_users:\n  prometheus: {hashed}\n", check_interval=0)
     (tmp_path / "web-config.yml").write_text("basic_auth_users:\n  prometheus: plaintext\n", encoding="utf-8")
-    with caplog.at_level(logging.ERROR, logger="sanlens.web_security"):
+    with caplog.at_level(logging.ERROR, logger="sanlens.serve.web_security"):
         assert get(srv.port, "/metrics").status == 401  # still guarded
     assert "basic_auth_users.prometheus: not a bcrypt hash" in caplog.text
     assert "plaintext" not in caplog.text

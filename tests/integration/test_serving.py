@@ -17,16 +17,16 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.joining import joined
 
-from sanlens import server as server_mod
 from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory
+from sanlens.join.directory import LunDirectory
 from sanlens.model import MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
-from sanlens.pipeline import Pipeline
-from sanlens.server import ExporterServer
-from sanlens.state import State
+from sanlens.runtime.pipeline import Pipeline
+from sanlens.serve import server as server_mod
+from sanlens.serve.server import ExporterServer
+from sanlens.store import State
 from sanlens_sim.server import Simulator
 
 PROCESS_LINE = re.compile(rb"^(# (HELP|TYPE) )?process_\w+.*\n", re.M)
@@ -275,7 +275,7 @@ def test_a_healthy_estate_costs_next_to_no_diagnosis_series() -> None:
         finally:
             for src in sources:
                 src.close()
-    from sanlens.exposition import Exposition
+    from sanlens.serve.exposition import Exposition
 
     page = Exposition(state, engine=engine).text().decode()
     series = [line for line in page.splitlines() if line and not line.startswith("#")]

@@ -21,7 +21,7 @@ from sanlens.config import AuthConfig, Config, DiagnoseConfig, Duration, HostTar
 from sanlens.errors import SourceError
 from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.ontap.client import OntapClient
-from sanlens.runtime import Exporter
+from sanlens.runtime.exporter import Exporter
 from sanlens_sim.server import Simulator
 
 x509 = pytest.importorskip(
@@ -199,7 +199,7 @@ def test_the_poll_error_keeps_its_reason_and_logs_one_line_without_secrets(
         diagnose=DiagnoseConfig(sustain_scale=0.01),
     )
     exp = Exporter(cfg)
-    with caplog.at_level(logging.WARNING, logger="sanlens.poller"):
+    with caplog.at_level(logging.WARNING, logger="sanlens.runtime.poller"):
         exp.start()
         try:
             deadline, page = time.monotonic() + 20, ""

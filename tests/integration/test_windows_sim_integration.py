@@ -10,7 +10,7 @@ from tests.joining import joined
 
 from sanlens.config import Duration, HostTarget
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory, LunIdentity, volume_from_path
+from sanlens.join.directory import LunDirectory, LunIdentity, volume_from_path
 
 
 def _directory(sim_url: str, cluster: str) -> LunDirectory:

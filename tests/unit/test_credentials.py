@@ -11,8 +11,8 @@ import pytest
 from tests.k8s_secret import SecretVolume
 
 from sanlens.config import AuthConfig
-from sanlens.credentials import AuthRetry, Secret, basic_header
 from sanlens.errors import ConfigError
+from sanlens.upstream.credentials import AuthRetry, Secret, basic_header
 
 
 def secret(path: str) -> Secret:
@@ -24,7 +24,7 @@ def test_a_kubernetes_secret_swap_is_seen_by_path(tmp_path: Path, caplog: pytest
     s = secret(vol.path)
     assert s.value == "old-Pa55" and not s.refresh()
     vol.rotate("new-Pa55")  # same size: the swap is seen by the file's identity, not its length
-    with caplog.at_level(logging.INFO, logger="sanlens.credentials"):
+    with caplog.at_level(logging.INFO, logger="sanlens.upstream.credentials"):
         assert s.refresh()
     assert s.value == "new-Pa55" and s.rotations == 1
     assert not s.refresh()  # nothing changed since
@@ -57,7 +57,7 @@ def test_an_unreadable_file_keeps_the_last_password(tmp_path: Path, caplog: pyte
     pw.write_text("kept-Pa55\n")
     s = secret(str(pw))
     pw.unlink()
-    with caplog.at_level(logging.WARNING, logger="sanlens.credentials"):
+    with caplog.at_level(logging.WARNING, logger="sanlens.upstream.credentials"):
         assert not s.refresh()
         assert not s.refresh()
     assert s.value == "kept-Pa55"

@@ -36,8 +36,8 @@ from tests.builders import (
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import REGISTRY
 from sanlens.model import AggregateInfo, HostDiskStats, OntapView, Snapshot
-from sanlens.server import ExporterServer
-from sanlens.state import State
+from sanlens.serve.server import ExporterServer
+from sanlens.store import State
 
 ROOT = Path(__file__).resolve().parents[2]
 # evidence names carry their unit (or are counts named for what they count)

@@ -14,7 +14,7 @@ from sanlens.diagnose.base import Context
 from sanlens.diagnose.history import History
 from sanlens.diagnose.registry import resolve
 from sanlens.errors import SourceError
-from sanlens.join import LunDirectory
+from sanlens.join.directory import LunDirectory
 from sanlens.model import OntapView
 from sanlens.ontap import inputs
 from sanlens.ontap.harvest_source import HarvestSource

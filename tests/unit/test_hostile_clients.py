@@ -14,11 +14,11 @@ import pytest
 import requests
 import responses
 
-from sanlens.abortable import MAX_REDIRECTS, PollAborted
 from sanlens.config import AuthConfig, Duration, HostTarget, OntapTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.registry import make_host_source
 from sanlens.ontap.client import RETRY_AFTER_MAX_S, OntapClient, OntapError, retry_after
+from sanlens.upstream.abortable import MAX_REDIRECTS, PollAborted
 
 BASE = "https://cluster1.example"
 HOST_URL = "http://win01.example:9182"

@@ -20,12 +20,12 @@ import responses
 
 from sanlens.config import HostTarget, OntapTarget
 from sanlens.errors import SourceError
-from sanlens.exposition import Exposition
 from sanlens.hosts.registry import make_host_source
 from sanlens.model import MetricBuilder, OntapView, Snapshot
 from sanlens.ontap.collector import OntapSource
 from sanlens.ontap.harvest_source import HarvestSource
-from sanlens.state import State
+from sanlens.serve.exposition import Exposition
+from sanlens.store import State
 
 PASSWORD = "Hunter2"
 BASE = "https://c1.example"
@@ -176,7 +176,7 @@ def test_a_megabyte_label_value_leaves_its_series_out_counted_and_logged_once(
     b.add("sanlens_host_disk_reads_total", "counter", "r", {"host": "h1", "disk": "0"}, 5)
     b.add("sanlens_host_disk_reads_total", "counter", "r", {"host": "h1", "disk": huge}, 7)
     b.add("sanlens_host_disk_info", "gauge", "i", {"host": "h1", "disk": huge, "serial": "s"}, 1)
-    with caplog.at_level(logging.WARNING, logger="sanlens.exposition"):
+    with caplog.at_level(logging.WARNING, logger="sanlens.serve.exposition"):
         text, state, exp = _render(Snapshot("h1", "host", 0.0, b.build()))
         state.record_success(Snapshot("h1", "host", 1.0, b.build()), 0.0)  # a second poll, the same
         text = exp.text().decode()
@@ -188,7 +188,7 @@ def test_a_megabyte_label_value_leaves_its_series_out_counted_and_logged_once(
 
 
 def test_a_label_at_the_bound_is_kept_and_no_drop_family_appears() -> None:
-    from sanlens.exposition import MAX_LABEL_VALUE_BYTES
+    from sanlens.serve.exposition import MAX_LABEL_VALUE_BYTES
 
     b = MetricBuilder()
     b.add("sanlens_x", "gauge", "x", {"disk": "é" * (MAX_LABEL_VALUE_BYTES // 2)}, 1)  # 2 bytes each

@@ -9,11 +9,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.builders import T0, lun, snap
 
 from sanlens.config import HostDiskMapping, HostTarget
-from sanlens.exposition import Exposition
 from sanlens.hosts.mapping import resolve
-from sanlens.join import LunDirectory, LunIdentity
+from sanlens.join.directory import LunDirectory, LunIdentity
 from sanlens.model import OntapView
-from sanlens.state import State
+from sanlens.serve.exposition import Exposition
+from sanlens.store import State
 
 SERIAL = "80010ABC"
 PATH = "/vol/v1/lun0"

@@ -10,11 +10,11 @@ from tests.builders import T0, lun
 from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.hosts.cooking import DiskReading, HostCooker
 from sanlens.hosts.mapping import disk_mapping
-from sanlens.join import LunDirectory
-from sanlens.join_stage import INFO, JoinStage
+from sanlens.join.directory import LunDirectory
+from sanlens.join.stage import INFO, JoinStage
 from sanlens.model import HostView, LunIdentity, OntapView, Snapshot
-from sanlens.pipeline import Pipeline
-from sanlens.state import State
+from sanlens.runtime.pipeline import Pipeline
+from sanlens.store import State
 
 SERIAL = "80010ABC1234"
 PATH = "/vol/v1/lun0"

@@ -26,7 +26,7 @@ from sanlens.hosts.node_exporter import (
     readings,
 )
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory, LunIdentity
+from sanlens.join.directory import LunDirectory, LunIdentity
 from sanlens.model import HostDiskStats, Snapshot
 
 SERIAL = "81CYr]Qlis4q"  # the LUN behind `3600a098038314359725d516c69733471 dm-22 NETAPP,LUN C-Mode`

@@ -16,7 +16,7 @@ from tests.joining import joined
 from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.hosts.mapping import resolve
 from sanlens.hosts.node_exporter import NodeExporterSource, parse_node_exporter, parse_page, readings
-from sanlens.join import LunDirectory, LunIdentity, namespace_wwid, normalize_wwid
+from sanlens.join.directory import LunDirectory, LunIdentity, namespace_wwid, normalize_wwid
 from sanlens.model import HostDiskStats, HostView
 
 UUID = "72b887b1-5fb6-47b8-be0b-33326e2542e2"

@@ -6,7 +6,7 @@ import pytest
 
 from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.hosts.mapping import resolve
-from sanlens.join import LunDirectory, LunIdentity, normalize_wwid, ontap_wwid, serial_from_wwid
+from sanlens.join.directory import LunDirectory, LunIdentity, normalize_wwid, ontap_wwid, serial_from_wwid
 
 # `multipath -ll` on a host with ONTAP LUNs: "3600a098038314359725d516c69733471 dm-22 NETAPP,LUN C-Mode"
 WWID = "3600a098038314359725d516c69733471"

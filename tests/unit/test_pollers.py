@@ -12,14 +12,14 @@ import pytest
 
 from sanlens.errors import SourceError
 from sanlens.model import Snapshot
-from sanlens.poller import (
+from sanlens.runtime.poller import (
     BACKOFF_MAX_S,
     MIN_INTERVAL_S,
     Poller,
     backoff,
     sane_interval,
 )
-from sanlens.state import State
+from sanlens.store import State
 
 
 class FakeSource:

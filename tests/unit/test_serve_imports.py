@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 PROBE = """
 import sys
 from sanlens.cli import build_parser
-import sanlens.runtime, sanlens.server, sanlens.exposition, sanlens.diagnose.engine
+import sanlens.runtime.exporter, sanlens.serve.server, sanlens.serve.exposition, sanlens.diagnose.engine
 import sanlens.ontap.collector, sanlens.hosts.registry, sanlens.hosts.prometheus_source
 build_parser(["serve", "--config", "sanlens.yaml"])
 print(",".join(sorted(m for m in ("numpy", "pyarrow", "tqdm", "sanlens.analyze", "sanlens_sim") if m in sys.modules)) or "none")

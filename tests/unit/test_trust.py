@@ -10,7 +10,7 @@ from urllib3.exceptions import MaxRetryError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from sanlens.config import TLSConfig
-from sanlens.trust import Trust, tls_reason
+from sanlens.upstream.tls import Trust, tls_reason
 
 
 def _as_requests_raises(inner: BaseException) -> requests.exceptions.SSLError:

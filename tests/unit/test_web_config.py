@@ -11,7 +11,7 @@ import pytest
 from tests.pki import PKI, make_pki
 
 from sanlens.config.web import RateLimitFile, WebConfigError, _go_duration, parse_web_config
-from sanlens.web_security import (
+from sanlens.serve.web_security import (
     BasicAuth,
     TokenBucket,
     WebSecurity,

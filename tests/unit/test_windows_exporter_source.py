@@ -14,7 +14,7 @@ from sanlens.errors import SourceError
 from sanlens.hosts.exporter_scrape import parse_scrape
 from sanlens.hosts.registry import make_host_source
 from sanlens.hosts.windows_exporter import scrape_url
-from sanlens.join import LunDirectory, LunIdentity
+from sanlens.join.directory import LunDirectory, LunIdentity
 from sanlens.urls import safe_url
 
 URL = "http://win01.example:9182"

@@ -11,7 +11,7 @@ from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.mapping import normalize_drive, resolve
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory, LunIdentity
+from sanlens.join.directory import LunDirectory, LunIdentity
 
 HDR = (
     '"(PDH-CSV 4.0) (UTC)(0)","\\\\SQL01\\PhysicalDisk(1 E:)\\Disk Reads/sec",'

@@ -11,7 +11,7 @@ from sanlens.config import HostTarget
 from sanlens.errors import SanlensError, SourceError
 from sanlens.hosts import rawcounters as rc
 from sanlens.hosts.winrm import SCRIPT, WinRMSource
-from sanlens.join import LunDirectory, LunIdentity
+from sanlens.join.directory import LunDirectory, LunIdentity
 
 F = 10_000_000  # Frequency_PerfTime, ticks per second
 

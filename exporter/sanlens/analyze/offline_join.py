@@ -14,7 +14,7 @@ from dataclasses import replace
 from sanlens.analyze.host_intervals import Mapper
 from sanlens.config import Config, HostTarget
 from sanlens.hosts.mapping import DiskMapping, resolve
-from sanlens.join import LunDirectory
+from sanlens.join.directory import LunDirectory
 
 
 def analysis_cluster(config: Config | None, requested: str | None) -> str:

@@ -4,6 +4,8 @@ Input kinds registered with ``sanlens.analyze.cli``:
 - ``ontap-statistics``: ``statistics show -raw`` text (several captures, or one
   file holding several samples);
 - ``ontap-sysstat``: nodeshell ``sysstat -M`` text;
+- ``ontap-qos-latency``: ``qos statistics [volume|workload] latency show`` text,
+  the latency breakdown per workload (listed and scanned; no diagnosis reads it yet);
 - ``ontap-counter-rows``: counter-table rows JSON (``/api/cluster/counter/tables/
   {table}/rows``), one sample per file, per list item or per line;
 - ``ontap-counter-schema``: a table's ``counter_schemas``, which then types the
@@ -31,6 +33,7 @@ from sanlens.model import iso_utc
 from sanlens.ontap.cli_capture import text_head
 from sanlens.ontap.cooking import CaptureError, CounterSpec, Sample
 from sanlens.ontap.counter_json import iter_json_samples, parse_schema_doc
+from sanlens.ontap.qos_latency_text import iter_qos_latency_samples
 from sanlens.ontap.statistics_text import iter_statistics_samples as iter_statistics
 from sanlens.ontap.sysstat_text import iter_sysstat_samples
 
@@ -41,6 +44,7 @@ READERS_BY_KIND: dict[str, Reader] = {
     "ontap-statistics": lambda p, f, notes: iter_statistics(p, notes, f),
     "ontap-sysstat": lambda p, f, notes: iter_sysstat_samples(p, None, notes, f),
     "ontap-counter-rows": lambda p, f, notes: iter_json_samples(p, f),
+    "ontap-qos-latency": lambda p, f, notes: iter_qos_latency_samples(p, notes, f),
 }
 
 
@@ -53,6 +57,11 @@ def detect_statistics(path: Path, head: bytes) -> bool:
 def detect_sysstat(path: Path, head: bytes) -> bool:
     t = text_head(head)
     return bool(re.search(r"^\s*(ANY1\+\s+.*)?AVG\s+CPU0\b", t, re.M))
+
+
+def detect_qos_latency(path: Path, head: bytes) -> bool:
+    t = text_head(head)
+    return bool(re.search(r"^\s*(?:Workload|Policy Group)\s+(?:ID\s+)?Latency\s+\S.*\n\s*-{3,}", t, re.M))
 
 
 def detect_counter_rows(path: Path, head: bytes) -> bool:
@@ -167,6 +176,7 @@ DETECTORS = (
     ("ontap-counter-rows", detect_counter_rows),
     ("ontap-statistics", detect_statistics),
     ("ontap-sysstat", detect_sysstat),
+    ("ontap-qos-latency", detect_qos_latency),
 )
 
 

@@ -130,6 +130,10 @@ def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, 
         st["skipped"] = []
         st["note"] = f"types the {i.schema[0] if i.schema else ''} rows of the other inputs"
         return st
+    if i.kind == "ontap-qos-latency":  # per-interval averages already: nothing to cook, listed as read
+        st.update(evaluated=[], not_evaluated={}, skipped=list(warnings))
+        st["note"] = "QoS latency breakdown per workload: read and listed; no diagnosis reads it yet"
+        return st
     judged = set()
     not_eval: dict[str, str] = {}
     prefix = (f.cluster if f else "offline") + "/"

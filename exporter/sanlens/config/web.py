@@ -4,7 +4,7 @@ The format is the Prometheus exporter-toolkit's (docs/securing.md), so one file 
 serve sanlens and the Go exporters beside it. The file is read by the config loader into the
 pydantic models below, so its problems are located like the config's and the chart's schema
 is their JSON Schema; relative paths are resolved against the file's folder as they are read.
-Serving it (TLS contexts, basic auth, the rate limit, reloads) is ``sanlens.web_security``.
+Serving it (TLS contexts, basic auth, the rate limit, reloads) is ``sanlens.serve.web_security``.
 """
 
 from __future__ import annotations

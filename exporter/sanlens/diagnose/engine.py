@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 
 class Engine:
-    """Implements sanlens.state.Engine; see the module docstring."""
+    """Implements sanlens.store.Engine; see the module docstring."""
 
     def __init__(
         self,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 from sanlens.config import HostDiskMapping, HostTarget
-from sanlens.join import JoinedDisk, LunDirectory, join_disk, normalize_wwid
+from sanlens.join.directory import JoinedDisk, LunDirectory, join_disk, normalize_wwid
 from sanlens.model import DiskIdentity
 
 MappingKind = Literal["serial", "static", "none"]
@@ -88,7 +88,7 @@ def disk_mapping(
     """What the host and its config say of one disk: its settings, and the keys it joins by.
 
     The mapping's LUN fields are what the config alone gives (a static entry's LUN); the join
-    stage fills in the rest from the ONTAP inventory (``sanlens.join.join_disk``).
+    stage fills in the rest from the ONTAP inventory (``sanlens.join.directory.join_disk``).
     ``known_paths``: the paths the host lists for the disk, failed ones included (Linux keeps a
     failed path device until dev_loss_tmo removes it): the disk should have at least those.
     ``observed_queue_depth``: the per-LUN queue depth the host reports; a disk entry's wins.

@@ -52,7 +52,7 @@ from typing import Any
 from sanlens.hosts.catalogue import NODE_EXPORTER
 from sanlens.hosts.cooking import DiskReading, PathReading
 from sanlens.hosts.exporter_scrape import Sample, text_samples
-from sanlens.join import NVME_ID_PREFIXES, normalize_wwid, ontap_wwid, serial_from_wwid
+from sanlens.join.directory import NVME_ID_PREFIXES, normalize_wwid, ontap_wwid, serial_from_wwid
 
 log = logging.getLogger(__name__)
 

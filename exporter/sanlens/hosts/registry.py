@@ -15,7 +15,7 @@ from sanlens.hosts.prometheus_source import PrometheusHostSource
 from sanlens.hosts.sources import HostSource
 from sanlens.hosts.windows_exporter import WindowsExporterSource
 from sanlens.hosts.winrm import WinRMSource
-from sanlens.poller import Source
+from sanlens.source import Source
 
 SOURCES: dict[str, type[HostSource]] = {
     "windows_exporter": WindowsExporterSource,

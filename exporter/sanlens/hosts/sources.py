@@ -2,7 +2,7 @@
 
 Each poll reduces the host to ``DiskReading``s, states what each disk joins its ONTAP LUN
 by (serial, WWID, a static entry) and lets ``HostCooker`` build the snapshot; the join
-stage (``sanlens.join_stage``) resolves those keys against the ONTAP inventory.
+stage (``sanlens.join.stage``) resolves those keys against the ONTAP inventory.
 ``HttpScrapeSource`` is the HTTP part the exporters' ``/metrics`` share
 (``hosts/windows_exporter.py``, ``hosts/node_exporter.py``, ``hosts/prometheus_source.py``).
 """
@@ -14,15 +14,15 @@ from dataclasses import replace
 
 import requests
 
-from sanlens.abortable import REDIRECT_STATUS, AbortableAdapter, ResponseTooLarge, follow
 from sanlens.config import HostTarget
-from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SourceError
 from sanlens.freshness import ReceiveClock
 from sanlens.hosts.cooking import DiskReading, HostCooker, Moduli
 from sanlens.hosts.mapping import DiskMapping, disk_mapping
 from sanlens.model import DiskIdentity, HostDiskStats, Snapshot
-from sanlens.trust import Trust
+from sanlens.upstream.abortable import REDIRECT_STATUS, AbortableAdapter, ResponseTooLarge, follow
+from sanlens.upstream.credentials import AuthRetry, Secret, SecretBasicAuth
+from sanlens.upstream.tls import Trust
 from sanlens.urls import safe_url
 
 
@@ -185,7 +185,7 @@ class HttpScrapeSource(HostSource):
         return ts, self.parse(text), None, None
 
     def abort(self) -> None:
-        """Cut the request of a poll abandoned at its deadline (see sanlens.abortable)."""
+        """Cut the request of a poll abandoned at its deadline (see sanlens.upstream.abortable)."""
         self.adapter.abort()
 
     def close(self) -> None:

@@ -20,16 +20,16 @@ import json
 from dataclasses import replace
 from typing import Any, Protocol
 
-from sanlens.abortable import ResponseTooLarge
 from sanlens.config import HostTarget
-from sanlens.credentials import AuthRetry, Secret
 from sanlens.errors import SanlensError, SourceError
 from sanlens.hosts import rawcounters as rc
 from sanlens.hosts.cooking import DiskReading, Unwrapper
 from sanlens.hosts.sources import HostSource
-from sanlens.join import normalize_serial
+from sanlens.join.directory import normalize_serial
 from sanlens.model import HostDiskStats
-from sanlens.trust import Trust
+from sanlens.upstream.abortable import ResponseTooLarge
+from sanlens.upstream.credentials import AuthRetry, Secret
+from sanlens.upstream.tls import Trust
 from sanlens.urls import safe_url
 
 _PD_PROPS = (

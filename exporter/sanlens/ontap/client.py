@@ -8,13 +8,13 @@ with its status rather than as ``deadline``, and an abort wakes a waiting retry.
 401 with an unchanged password, are never retried here; the poller's own backoff
 paces the next attempt, so a wrong password cannot become a retry storm (or lock
 the account). A 401 right after the ``password_file`` changed is retried once with
-the new password (``sanlens.credentials``), at most once per poll interval.
+the new password (``sanlens.upstream.credentials``), at most once per poll interval.
 
 Every answer is streamed and bounded by ``max_response_bytes`` (``too_large``); a
 redirect is followed only within the cluster's own origin; records that are not JSON
 objects, and a ``_links`` that is not one, are ``malformed``.
 
-TLS settings go with every request (``sanlens.trust``), so a CA bundle named in
+TLS settings go with every request (``sanlens.upstream.tls``), so a CA bundle named in
 the environment cannot replace ``tls.ca_file`` or ``insecure_skip_verify``.
 """
 
@@ -33,13 +33,13 @@ import orjson
 import requests
 
 from sanlens import __version__
-from sanlens.abortable import REDIRECT_STATUS, AbortableAdapter, PollAborted, follow
 from sanlens.config import OntapTarget
-from sanlens.credentials import AuthRetry, Secret, SecretBasicAuth
 from sanlens.errors import SourceError
 from sanlens.model import OntapVersion
-from sanlens.poller import poll_budget
-from sanlens.trust import Trust
+from sanlens.source import poll_budget
+from sanlens.upstream.abortable import REDIRECT_STATUS, AbortableAdapter, PollAborted, follow
+from sanlens.upstream.credentials import AuthRetry, Secret, SecretBasicAuth
+from sanlens.upstream.tls import Trust
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ class OntapClient:
         """A new poll: requests are sent again, and no retry waits past ``deadline`` (monotonic).
 
         By default that is the deadline the poller gives a poll of this target's interval
-        (``sanlens.poller``), counted from now: the poll calls this as it starts.
+        (``sanlens.runtime.poller``), counted from now: the poll calls this as it starts.
         """
         budget = poll_budget(float(self.target.poll_interval))
         if deadline is None:

@@ -1,5 +1,5 @@
 """The ONTAP source: one poll = version, inventory, every counter table, cooked into a Snapshot
-that also carries the inventory's LUN and namespace identities for the host join (sanlens.join_stage).
+that also carries the inventory's LUN and namespace identities for the host join (sanlens.join.stage).
 
 Raw cumulative counters are exposed as-is (PromQL computes rates); the cooked
 rates between this poll and the previous one feed the diagnoses via OntapView.

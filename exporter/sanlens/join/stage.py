@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import threading
 
-from sanlens.join import Ambiguity, JoinedDisk, LunDirectory, join_disk
+from sanlens.join.directory import Ambiguity, JoinedDisk, LunDirectory, join_disk
 from sanlens.model import HostDiskStats, HostView, LunIdentity, Metric, Snapshot
 
 log = logging.getLogger(__name__)

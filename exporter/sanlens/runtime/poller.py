@@ -18,26 +18,10 @@ from typing import Protocol
 
 from sanlens.errors import SourceError
 from sanlens.model import Snapshot
+from sanlens.source import MIN_POLL_DEADLINE_S, POLL_DEADLINE_RATIO, Source, poll_budget
 from sanlens.urls import redact
 
 log = logging.getLogger(__name__)
-
-POLL_DEADLINE_RATIO = 0.8
-"""Share of its interval a poll may run before it is abandoned (reason ``deadline``).
-
-Per-request timeouts restart with every byte received, so a server that trickles its
-answer would hold a poll forever; only an overall deadline bounds it."""
-MIN_POLL_DEADLINE_S = 2.0
-"""Floor of that deadline, so that a test or demo interval of a second or two does not
-abandon polls that merely take longer than the interval."""
-
-
-def poll_budget(
-    interval: float, ratio: float = POLL_DEADLINE_RATIO, floor: float = MIN_POLL_DEADLINE_S
-) -> float:
-    """Seconds a poll of ``interval`` may run: a share of the interval, not below the floor."""
-    return max(interval * ratio, floor)
-
 
 MIN_INTERVAL_S = 0.1
 """A shorter interval (or zero, negative, NaN) is read as this, so a poller never spins."""
@@ -54,20 +38,6 @@ ABORT_GRACE_S = 0.5
 _MAX_WAIT_S = 1e6  # one wait call; threading rejects timeouts beyond threading.TIMEOUT_MAX
 _STOP_CHECK_S = 0.1  # slice of each wait when the poller also watches a shared stop event
 _ERROR_PAUSE_S = 1.0  # after an unexpected error in the poller itself
-
-
-class Source(Protocol):
-    """One polled target: an ONTAP cluster or a host."""
-
-    name: str
-    kind: str  # "ontap" | "windows_exporter" | "winrm" | "perfmon" | "node_exporter"
-    interval: float
-
-    def poll(self) -> Snapshot:
-        """Return a fresh snapshot, or raise SourceError (with a reason) on failure."""
-        ...
-
-    def close(self) -> None: ...
 
 
 class Sink(Protocol):

@@ -1,6 +1,6 @@
 """The host ↔ array join: which ONTAP LUN backs which host disk.
 
-The join stage (``sanlens.join_stage``) publishes here the LUN and NVMe namespace inventory
+The join stage (``sanlens.join.stage``) publishes here the LUN and NVMe namespace inventory
 each ONTAP poll returns, and looks the disks of each host poll up by LUN serial (Windows reports it as the disk's serial), by SCSI WWID (Linux:
 ``3600a0980`` + the hex of the serial, exact where serials differ only in letter case), by
 the NVMe namespace identifier Linux reports (``uuid.`` + the namespace UUID), or by

@@ -1,5 +1,5 @@
 """The exporter's HTTP server: connections, TLS, the HTTP/1.1 protocol; the endpoints are
-``sanlens.http_routes``.
+``sanlens.serve.routes``.
 
 One asyncio event loop serves every connection, so an idle keep-alive connection or a
 client that trickles its request costs a socket and a coroutine, never a thread; h11
@@ -9,10 +9,10 @@ plain-text body) runs in a small bounded thread pool. A /metrics response is the
 exposition's cached body, so a scrape copies bytes and never renders.
 
 Connections are bounded, and a new one is never refused while an idle one can make room
-(``sanlens.connections``), so a flood of silent or slow sockets cannot lock Prometheus or a
+(``sanlens.serve.connections``), so a flood of silent or slow sockets cannot lock Prometheus or a
 health probe out; silent ones are closed after ``FIRST_BYTE_TIMEOUT`` anyway.
 
-With a web config (``sanlens.web_security``) every endpoint is served over TLS and/or behind
+With a web config (``sanlens.serve.web_security``) every endpoint is served over TLS and/or behind
 basic auth, as the Prometheus exporter-toolkit does: the health endpoints too. The TLS
 settings are read per connection, so rotated certificates apply without a restart.
 """
@@ -33,7 +33,8 @@ from typing import Any
 import h11
 
 from sanlens import __version__
-from sanlens.connections import (
+from sanlens.join.directory import LunDirectory
+from sanlens.serve.connections import (
     ANSWERING,
     CLOSING,
     FRESH,
@@ -47,8 +48,8 @@ from sanlens.connections import (
     peer_address,
     quiet_exceptions,
 )
-from sanlens.exposition import Exposition
-from sanlens.http_routes import (
+from sanlens.serve.exposition import Exposition
+from sanlens.serve.routes import (
     MAX_HEAD_BYTES,
     MAX_REQUEST_BODY,
     Response,
@@ -57,10 +58,8 @@ from sanlens.http_routes import (
     request_line_too_long,
     unacceptable,
 )
-from sanlens.join import LunDirectory
-from sanlens.pipeline import Engine
-from sanlens.state import State
-from sanlens.web_security import ActiveWeb, WebSecurity
+from sanlens.serve.web_security import ActiveWeb, WebSecurity
+from sanlens.store import Engine, State
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The store of what the polls brought: the latest snapshot and health of each target.
 
-Sources poll on their own schedule in threads (``sanlens.poller``); the pipeline stores
-each result here (``sanlens.pipeline``), and a scrape only reads the latest immutable
+Sources poll on their own schedule in threads (``sanlens.runtime.poller``); the pipeline stores
+each result here (``sanlens.runtime.pipeline``), and a scrape only reads the latest immutable
 snapshots, so it never touches ONTAP or a host.
 """
 
@@ -11,13 +11,26 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from sanlens.freshness import ReceiveClock, stale_after
-from sanlens.model import Snapshot
+from sanlens.model import Metric, Snapshot
 
 log = logging.getLogger(__name__)
+
+
+class Engine(Protocol):
+    """The diagnosis engine as the runtime sees it."""
+
+    def update(self, snapshot: Snapshot) -> None: ...
+
+    def findings(self) -> Sequence[Mapping[str, object]]:
+        """Findings in the /diagnoses JSON shape."""
+        ...
+
+    def metrics(self) -> tuple[Metric, ...]: ...
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The exporter's endpoints: /metrics, /diagnoses, /diagnoses/inputs, /-/healthy, /-/ready.
 
-What each request is answered with, once ``sanlens.server`` has read it off its connection:
+What each request is answered with, once ``sanlens.serve.server`` has read it off its connection:
 the web config's rate limit and basic auth first, then the route. Slow work (bcrypt, JSON,
 the plain-text body) runs in the server's small thread pool, never on the event loop.
 """
@@ -16,10 +16,9 @@ from typing import Any
 import h11
 
 from sanlens import __version__
-from sanlens.exposition import Exposition
-from sanlens.pipeline import Engine
-from sanlens.state import State
-from sanlens.web_security import ActiveWeb
+from sanlens.serve.exposition import Exposition
+from sanlens.serve.web_security import ActiveWeb
+from sanlens.store import Engine, State
 
 INDEX = """<html><head><title>sanlens</title></head><body><h1>sanlens {version}</h1>
 <ul><li><a href="/metrics">/metrics</a></li><li><a href="/diagnoses">/diagnoses</a></li>

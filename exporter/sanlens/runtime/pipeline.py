@@ -1,6 +1,6 @@
 """What becomes of a poll's result: poll -> join -> store -> engine, in that order.
 
-The pollers hand every result here (``sanlens.poller.Sink``); the join stage sees it first
+The pollers hand every result here (``sanlens.runtime.poller.Sink``); the join stage sees it first
 (the directory learns a cluster's LUNs, a host's disks find theirs), the store keeps it
 for the exposition, and the diagnosis engine reads it as stored.
 """
@@ -8,26 +8,12 @@ for the exposition, and the diagnosis engine reads it as stored.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Protocol
 
-from sanlens.join_stage import JoinStage
-from sanlens.model import Metric, Snapshot
-from sanlens.state import State
+from sanlens.join.stage import JoinStage
+from sanlens.model import Snapshot
+from sanlens.store import Engine, State
 
 log = logging.getLogger(__name__)
-
-
-class Engine(Protocol):
-    """The diagnosis engine as the runtime sees it."""
-
-    def update(self, snapshot: Snapshot) -> None: ...
-
-    def findings(self) -> Sequence[Mapping[str, object]]:
-        """Findings in the /diagnoses JSON shape."""
-        ...
-
-    def metrics(self) -> tuple[Metric, ...]: ...
 
 
 class Pipeline:

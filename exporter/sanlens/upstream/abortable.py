@@ -29,7 +29,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ReadTimeoutError
 
 from sanlens.errors import SourceError
-from sanlens.trust import ContextReuseAdapter
+from sanlens.upstream.tls import ContextReuseAdapter
 from sanlens.urls import safe_url
 
 

@@ -21,14 +21,15 @@ from sanlens.config import Config, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import validate_config
 from sanlens.hosts.registry import make_host_source
-from sanlens.join import LunDirectory
-from sanlens.join_stage import JoinStage
+from sanlens.join.directory import LunDirectory
+from sanlens.join.stage import JoinStage
 from sanlens.ontap.collector import OntapSource
 from sanlens.ontap.harvest_source import HarvestSource
-from sanlens.pipeline import Pipeline
-from sanlens.poller import Poller, Source
-from sanlens.server import ExporterServer
-from sanlens.state import State
+from sanlens.runtime.pipeline import Pipeline
+from sanlens.runtime.poller import Poller
+from sanlens.serve.server import ExporterServer
+from sanlens.source import Source
+from sanlens.store import State
 
 log = logging.getLogger(__name__)
 

@@ -37,10 +37,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from zlib_ng import zlib_ng
 
 from sanlens import __version__
-from sanlens.join import LunDirectory
+from sanlens.join.directory import LunDirectory
 from sanlens.model import Metric
-from sanlens.pipeline import Engine
-from sanlens.state import State
+from sanlens.store import Engine, State
 
 log = logging.getLogger(__name__)
 
