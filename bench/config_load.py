@@ -31,7 +31,7 @@ sys.path.insert(0, sys.argv[1])
 try:
     from sanlens.config.load import load_config
 except ImportError:  # a tree from before the config package
-    from sanlens.config_load import load_config
+    from sanlens.config import load_config
 from sanlens.errors import ConfigErrors
 gc.collect()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -1,8 +1,8 @@
 """The host sources by the name ``source:`` gives them in the config.
 
 Only the runtime picks a source by name, so only it imports every source; a new source is
-its module (a ``HostSource`` whose ``read`` gives the disks with the keys they join by) plus
-one entry here.
+its module (a ``HostSource`` whose ``kind`` is its name and whose ``read`` gives the disks with
+the keys they join by), its class here and its model in the config (``sanlens.config.models``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,17 @@ from sanlens.hosts.winrm import WinRMSource
 from sanlens.source import Source
 
 SOURCES: dict[str, type[HostSource]] = {
-    "windows_exporter": WindowsExporterSource,
-    "winrm": WinRMSource,  # its client is the extra sanlens[winrm], imported when one is made
-    "perfmon": PerfmonSource,
-    "node_exporter": NodeExporterSource,
-    "prometheus": PrometheusHostSource,
+    cls.kind: cls
+    for cls in (
+        WindowsExporterSource,
+        WinRMSource,  # its client is the extra sanlens[winrm], imported when one is made
+        PerfmonSource,
+        NodeExporterSource,
+        PrometheusHostSource,
+    )
 }
+"""Each source under its ``kind``, the name ``source:`` gives it (the config's host models have
+the same names: a test holds them equal)."""
 
 
 def make_host_source(target: HostTarget) -> Source:
