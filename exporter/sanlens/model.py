@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sanlens.errors import SanlensError
+from sanlens.qos import QosPolicy, QosWorkload
 
 MetricType = Literal["counter", "gauge", "info"]
 
@@ -142,6 +143,8 @@ class LunStats:
     thin: bool | None = None  # no space guarantee: the LUN goes offline when its volume runs out
     kind: str = "lun"  # lun (SCSI: FC, iSCSI) or namespace (NVMe/FC, NVMe/TCP)
     zone: str = ""  # ASA r2: the storage availability zone that holds it (no aggregates there)
+    # operations that reached the LUN through another node's LIF (ONTAP remote_ops): indirect I/O
+    remote_iops: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +293,8 @@ class OntapView:
     fc_ports: tuple[FcPortStats, ...] = ()
     lifs: tuple[LifStats, ...] = ()  # iSCSI and NVMe-oF LIFs
     personality: str = "unified"  # unified (FAS, AFF, ASA) or asa-r2 (SAN-only, no aggregates)
+    qos_workloads: tuple[QosWorkload, ...] = ()
+    qos_policies: tuple[QosPolicy, ...] = ()
 
 
 # ----------------------------------------------------------------- host view
