@@ -12,6 +12,7 @@ from typing import Any
 
 from sanlens.config import DiagnoseConfig
 from sanlens.diagnose.engine import Engine
+from sanlens.qos import QosPolicy, QosWorkload
 from sanlens.model import (
     AggregateInfo,
     BackgroundOp,
@@ -110,6 +111,27 @@ def disks(aggr: str, busy: Iterable[float], rg: str = "rg0", start: int = 0, **k
         )
         for i, b in enumerate(busy)
     ]
+
+
+def workload(**kw: Any) -> QosWorkload:
+    """Volume v1's QoS workload in policy ``cap`` (2,000 IOPS): 500 IOPS at 0.5 ms, no throttle time."""
+    base = QosWorkload(
+        "c1",
+        "s1",
+        "v1-wid100",
+        volume="v1",
+        policy="cap",
+        wid="100",
+        iops=500.0,
+        latency_s=0.0005,
+        components={"network": 0.0001, "data": 0.0002, "disk": 0.0002},
+    )
+    return replace(base, **kw)
+
+
+def policy(**kw: Any) -> QosPolicy:
+    """Fixed policy ``cap``: a 2,000 IOPS ceiling per workload."""
+    return replace(QosPolicy("c1", "s1", "cap", max_iops=2000.0, workloads=1), **kw)
 
 
 def ontap(

@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 IDS = [  # written out: adding or dropping a diagnosis is a deliberate change here too
     "san_oversubscription",
     "host_queue_limited",
+    "qos_throttle",
+    "indirect_io",
     "lun_iops_ceiling",
     "volume_iops_ceiling",
     "cpu_domain_serial_bottleneck",

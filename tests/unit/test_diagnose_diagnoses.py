@@ -29,8 +29,10 @@ from tests.builders import (
     ontap,
     snap,
     state,
+    policy,
     subjects,
     vol,
+    workload,
 )
 
 from sanlens.diagnose.host_queue_limited import luns_needed
@@ -258,8 +260,10 @@ def test_healthy_estate_fires_nothing_over_an_hour() -> None:
         ontap(
             t,
             disks=disks("aggr1", [0.3, 0.32, 0.28, 0.31, 0.29, 0.3]),
-            luns=(lun(state="online", thin=True),),
+            luns=(lun(state="online", thin=True, remote_iops=0.0),),
             volumes=(vol(size_bytes=100e9, available_bytes=40e9),),
+            qos_workloads=(workload(),),
+            qos_policies=(policy(),),
             fc_ports=(FcPortStats("c1", "n1", "0c", speed_gbps=32.0, state="online"),),
             aggregates=(AggregateInfo("c1", "aggr1", node="n1", state="online"),),
         ),

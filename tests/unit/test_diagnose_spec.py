@@ -28,8 +28,10 @@ from tests.builders import (
     node,
     ontap,
     op,
+    policy,
     snap,
     vol,
+    workload,
 )
 
 import sanlens.diagnose
@@ -185,7 +187,20 @@ def _path_faults(t: float) -> list[OntapView | HostView]:
     ]
 
 
+def _qos_and_indirect(t: float) -> list[OntapView | HostView]:
+    """A volume held at its QoS ceiling (QoS Max and QoS Min time), and a LUN reached through the partner."""
+    held = workload(
+        iops=1990.0,
+        latency_s=0.040,
+        components={"network": 0.0005, "cluster": 0.0003, "data": 0.0007, "qos_max": 0.035, "qos_min": 0.0035},
+    )
+    remote = lun(remote_iops=240.0)
+    disk_ = mapped(optimized_paths=2, paths=4)
+    return [ontap(t, luns=(remote,), qos_workloads=(held,), qos_policies=(policy(),)), hostview(t, disk_)]
+
+
 SCENARIOS: dict[str, Callable[[float], Iterable[OntapView | HostView]]] = {
+    "QoS ceiling and indirect I/O": _qos_and_indirect,
     "SAN path faults": _path_faults,
     "san oversubscription with FC queue-full": _oversubscribed,
     "host queue limited": _queue_limited,

@@ -24,6 +24,7 @@ from sanlens.model import (
     OntapView,
     VolumeStats,
 )
+from sanlens.qos import QosPolicy, QosWorkload
 
 LABELS = ("cluster", "node", "svm", "volume", "lun", "aggregate", "host", "disk", "port")
 # Serial (single-threaded) CPU domains across ONTAP releases; their busy is capped at one core.
@@ -250,6 +251,35 @@ class Context:
             vol = self.volume(lun.cluster, lun.svm, lun.volume)
             name = vol.node if vol else ""
         return self.node(lun.cluster, name) if name else None
+
+    @cached_property
+    def _qos(self) -> dict[tuple[str, ...], QosWorkload]:
+        """Workloads by what they are: a LUN's own (cluster, svm, "lun", path), a volume's
+        (cluster, svm, "volume", name) for a workload on the whole volume."""
+        out: dict[tuple[str, ...], QosWorkload] = {}
+        for v in self.ontap.values():
+            for w in v.qos_workloads:
+                if w.lun:
+                    out[(w.cluster, w.svm, "lun", w.lun)] = w
+                elif w.volume and not w.file and not w.qtree:
+                    # a volume in a policy group has one workload; the autovolume one is its fallback
+                    key = (w.cluster, w.svm, "volume", w.volume)
+                    if key not in out or w.policy:
+                        out[key] = w
+        return out
+
+    def qos_workload(self, cluster: str, svm: str, volume: str, lun: str = "") -> QosWorkload | None:
+        """The QoS workload an operation on the LUN (or volume) is counted in: the LUN's own when a
+        policy is set on it, else its volume's."""
+        if lun:
+            hit = self._qos.get((cluster, svm, "lun", lun))
+            if hit is not None:
+                return hit
+        return self._qos.get((cluster, svm, "volume", volume)) if volume else None
+
+    @cached_property
+    def qos_policies(self) -> dict[tuple[str, str, str], QosPolicy]:
+        return {(p.cluster, p.svm, p.name): p for v in self.ontap.values() for p in v.qos_policies}
 
     def version(self, cluster: str) -> OntapVersion | None:
         view = self.ontap.get(cluster)

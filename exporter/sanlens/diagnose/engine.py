@@ -34,7 +34,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sanlens.config import Config, DiagnoseConfig
-from sanlens.diagnose import background_operation_impact
+from sanlens.diagnose import background_operation_impact, waterfall
 from sanlens.diagnose.attribution import Attribution, Seen, attribute, resolve_path
 from sanlens.diagnose.base import Context, Observation
 from sanlens.diagnose.exposed import build_metrics, finding
@@ -82,6 +82,7 @@ class Engine:
         self._counts: dict[str, list[int]] = {}
         self._evaluated: dict[str, dict[str, int]] = {}
         self._progress: list[tuple[dict[str, str], float | None, float | None]] = []
+        self._waterfalls: list[waterfall.Exposed] = []
         self._attribution = Attribution()
         self._metrics: tuple[Metric, ...] | None = None
 
@@ -346,7 +347,9 @@ class Engine:
             where = {k: path[k] for k in ("node", "aggregate") if path[k] and not t.labels.get(k)}
             if (t.id, t.key) in seen:  # a missing subject keeps where it was last seen
                 t.location = where
-        self._findings = [finding(t, self._attribution) for t in self._active]
+        self._waterfalls = waterfall.exposed(ctx, self._active)
+        wf_of = {key: wf for key, _, wf in self._waterfalls}
+        self._findings = [finding(t, self._attribution, wf_of.get(t.key)) for t in self._active]
         self._metrics = None
 
     # ------------------------------------------------------------ reading
@@ -364,7 +367,13 @@ class Engine:
         with self._lock:
             if self._metrics is None:
                 self._metrics = build_metrics(
-                    self._counts, self._active, self._attribution, self._th, self._windows, self._progress
+                    self._counts,
+                    self._active,
+                    self._attribution,
+                    self._th,
+                    self._windows,
+                    self._progress,
+                    self._waterfalls,
                 )
             return self._metrics
 

@@ -13,16 +13,18 @@ from sanlens.diagnose.attribution import Attribution
 from sanlens.diagnose.base import LABELS
 from sanlens.diagnose.registry import REGISTRY, SEVERITY
 from sanlens.diagnose.track import Track
+from sanlens.diagnose.waterfall import Waterfall
 from sanlens.model import Metric, MetricBuilder, iso_utc
 
 DIAG_LABELS = ("diagnosis", "subject", *LABELS)
 OP_LABELS = ("cluster", "aggregate", "svm", "volume", "raid_group", "operation")
 # Where a finding's subject is now (not its identity: a volume move changes it): an info series.
 LOCATION_LABELS = ("diagnosis", "subject", "node", "aggregate")
+COMPONENT_LABELS = ("subject", "cluster", "svm", "volume", "lun", "host", "disk", "component")
 
 
-def finding(t: Track, att: Attribution) -> dict[str, Any]:
-    """A non-ok subject in the /diagnoses JSON shape, with its incident and causes."""
+def finding(t: Track, att: Attribution, wf: Waterfall | None = None) -> dict[str, Any]:
+    """A non-ok subject in the /diagnoses JSON shape, with its incident, causes and waterfall."""
     spec = REGISTRY[t.id]
     incident, role = att.incidents.get((t.id, t.key), ("", ""))
     return {
@@ -41,6 +43,8 @@ def finding(t: Track, att: Attribution) -> dict[str, Any]:
         "incident": incident,
         "role": role,
         "causes": [{"id": cid, "subject": key} for cid, key in att.causes.get((t.id, t.key), [])],
+        # where the subject's latency goes, from the host's queue to ONTAP's components
+        "waterfall": wf.as_dict() if wf is not None else None,
     }
 
 
@@ -83,6 +87,7 @@ def build_metrics(
     th: Mapping[str, Mapping[str, float]],
     windows: Mapping[str, tuple[float, float]],
     progress: Iterable[tuple[dict[str, str], float | None, float | None]],
+    waterfalls: Iterable[tuple[str, Mapping[str, str], Waterfall]] = (),
 ) -> tuple[Metric, ...]:
     """Series for non-ok subjects only, plus a per-diagnosis count of subjects by state.
 
@@ -139,6 +144,17 @@ def build_metrics(
                 1,
             )
     add_attribution(b, active, att)
+    for key, subject, wf in waterfalls:
+        base = {"subject": key, **{k: subject.get(k, "") for k in COMPONENT_LABELS[1:-1]}}
+        for part, secs in wf.parts.items():
+            b.add(
+                "sanlens_latency_component_seconds",
+                "gauge",
+                "Where a subject's latency goes per operation: host queue, transport, then ONTAP's "
+                "components; only for subjects that are not ok or among the slowest workloads.",
+                {**base, "component": part},
+                secs,
+            )
     for did, values in th.items():
         sustain, exit_ = windows[did]
         for name, value in [
