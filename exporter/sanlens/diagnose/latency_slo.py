@@ -13,6 +13,7 @@ from __future__ import annotations
 from sanlens.diagnose.base import Context, Observation, Thresholds, lun_key, lun_labels, ms, of_disk
 from sanlens.diagnose.numeric import clamp01, worst_latency
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
+from sanlens.diagnose.waterfall import Waterfall, describe, of_host_disk, of_lun
 
 SRC_LATENCY = (
     "Microsoft SQL Server storage guidance: data files 10 ms good / 20 ms poor, "
@@ -109,13 +110,18 @@ def class_level(latency: float | None, data_class: str, th: Thresholds) -> tuple
     return (2 if latency >= crit else 1 if latency >= warn else 0), warn, crit
 
 
-def _advice(level: int, what: str, lat: float | None, op: str, cls: str, crit: float) -> str:
+def _advice(
+    level: int, what: str, lat: float | None, op: str, cls: str, crit: float, wf: Waterfall | None = None
+) -> str:
     if level == 0:
         return ""
+    where = describe(wf) if wf is not None else ""
     return (
         f"{what}: {op} latency {ms(lat)} is above the {cls} objective ({ms(crit)} critical). "
-        "Check this subject's other diagnoses (san_oversubscription, host_queue_limited, "
-        "cpu_domain_serial_bottleneck, background_operation_impact, disk_busy_imbalance) for the cause."
+        + (f"Most of it is {where}. " if where else "")
+        + "Check this subject's other diagnoses (qos_throttle, san_oversubscription, host_queue_limited, "
+        "indirect_io, cpu_domain_serial_bottleneck, background_operation_impact, disk_busy_imbalance) "
+        "for the cause."
     )
 
 
@@ -140,7 +146,15 @@ def evaluate_disks(ctx: Context, th: Thresholds) -> list[Observation]:
                 level,
                 clamp01((lat or 0.0) / crit),
                 {**ev, "warning_threshold_seconds": warn, "critical_threshold_seconds": crit},
-                _advice(level or 0, f"Host {d.host} disk {d.disk}", lat, op, d.data_class, crit),
+                _advice(
+                    level or 0,
+                    f"Host {d.host} disk {d.disk}",
+                    lat,
+                    op,
+                    d.data_class,
+                    crit,
+                    of_host_disk(ctx, d) if level else None,
+                ),
             )
         )
     return out
@@ -174,11 +188,20 @@ def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
                     "warning_threshold_seconds": warn,
                     "critical_threshold_seconds": crit,
                 },
-                _advice(level or 0, f"LUN {lun.lun} on {lun.cluster}", lat, op, cls, crit),
+                _advice(
+                    level or 0,
+                    f"LUN {lun.lun} on {lun.cluster}",
+                    lat,
+                    op,
+                    cls,
+                    crit,
+                    of_lun(ctx, lun) if level else None,
+                ),
             )
         )
     return out
 
 
 # the parts of evaluate() and what each reads of the Context, in the order their subjects are judged
-PARTS = ((evaluate_disks, frozenset({"hosts"})), (evaluate_luns, frozenset({"ontap", "mapping"})))
+# (a non-ok subject's advice names the dominant part of its waterfall, which reads both sides)
+PARTS = ((evaluate_disks, frozenset({"hosts", "ontap"})), (evaluate_luns, frozenset({"ontap", "mapping"})))

@@ -210,7 +210,7 @@ def _advice(
             f"({pct(ev['qos_max_share_ratio'])})"
         )
     qmin = ev["qos_min_seconds"]
-    if qmin and ev["workload_latency_seconds"] and qmin >= 0.1 * ev["workload_latency_seconds"]:
+    if qmin and ev["workload_latency_seconds"] and qmin >= 0.05 * ev["workload_latency_seconds"]:
         text += f"; QoS Min adds {ms(qmin)} more (other workloads' floors take its share)"
     how = (
         f"qos policy-group modify -policy-group {policy.name} -max-throughput <higher>"
