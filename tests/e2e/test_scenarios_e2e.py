@@ -50,6 +50,8 @@ CASES: dict[str, tuple[str, dict[str, Any], set[str]]] = {
     "iscsi": ("iscsi", {}, {"san_oversubscription", "host_queue_limited", "latency_slo"}),
     "nvme-tcp": ("nvme-tcp", {}, {"san_oversubscription", "host_queue_limited", "latency_slo"}),
     "asa-r2": ("asa-r2", {}, {"san_oversubscription", "host_queue_limited", "latency_slo"}),
+    "qos-throttle": ("qos-throttle", {}, {"qos_throttle", "latency_slo"}),
+    "indirect-io": ("indirect-io", {}, {"indirect_io"}),
     # the reconstruct at 0.4 %/s instead of 0.1: it starts when it ships (30 s) and still outlasts the
     # run, but its ETA (two whole percents of progress) shows within the run however loaded the machine
     "mixed": (
@@ -237,3 +239,43 @@ def test_what_a_cluster_cannot_give_is_named_per_diagnosis(outcomes: dict[str, O
     (unified,) = [v for v in mixed.inputs.values() if v["kind"] == "ontap"]
     assert (unified["collection"], unified["starved"], unified["tables_missing"]) == ("tables", {}, [])
     assert {v["kind"] for v in mixed.inputs.values()} == {"ontap", "host"}
+
+
+def test_a_qos_ceiling_is_named_as_the_cause_not_the_fabric(outcomes: dict[str, Outcome]) -> None:
+    """The host waits about as long as ONTAP reports, most of it QoS Max: the throttle is the cause
+    of every host's latency, its policy named, and the waterfall says where the time went."""
+    out = outcomes["qos-throttle"]
+    assert not out.error, out.error
+    throttled = [f for f in out.findings if f["id"] == "qos_throttle" and f["state"] > 0]
+    assert throttled and all("sql-cap" in f["recommendation"] for f in throttled), throttled
+    slow = [f for f in out.findings if f["id"] == "latency_slo" and f["subject"].get("host")]
+    assert slow, out.findings
+    for f in slow:
+        assert f["waterfall"]["dominant"] == "qos_max", f["waterfall"]
+        assert f["causes"] and f["causes"][0]["id"] == "qos_throttle", f["causes"]
+
+
+def test_indirect_io_shows_the_interconnect_in_the_waterfall(outcomes: dict[str, Outcome]) -> None:
+    out = outcomes["indirect-io"]
+    assert not out.error, out.error
+    (f, *_) = [f for f in out.findings if f["id"] == "indirect_io" and f["state"] > 0]
+    assert f["evidence"]["remote_share_ratio"] > 0.5, f["evidence"]
+    assert f["waterfall"] and f["waterfall"]["parts"].get("cluster", 0) > 0, f["waterfall"]
+
+
+def test_every_waterfall_adds_up_to_its_subjects_latency(outcomes: dict[str, Outcome]) -> None:
+    """Host queue, transport and ONTAP's components add up to the host's (or the array's) mean latency
+    within 5 %, in every scenario's findings."""
+    checked = 0
+    for case, out in outcomes.items():
+        for f in out.findings:
+            wf = f.get("waterfall")
+            if not wf:
+                continue
+            checked += 1
+            assert sum(wf["parts"].values()) == pytest.approx(wf["latency_seconds"], rel=0.05), (
+                case,
+                f["id"],
+                wf,
+            )
+    assert checked >= 10, "waterfalls in the scenarios' findings"
