@@ -8,6 +8,8 @@ node ops the sum of their volumes, host disks carry the ops of their LUN) and
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sanlens_sim.host_builder import HostBuilder
 from sanlens_sim.world import (
     ETHERNET_PORT_NAMES,
@@ -22,6 +24,7 @@ from sanlens_sim.world import (
     Lif,
     Lun,
     Node,
+    QosPolicy,
     RaidGroup,
     Volume,
     World,
@@ -67,6 +70,7 @@ class Builder(HostBuilder):
             str, float
         ] = {}  # node -> per port, per second: an over-subscribed front end
         self.down_ports: set[tuple[str, str]] = set()  # (node, port) whose link is lost
+        self.qos_policies: list[QosPolicy] = []
         self._bay: dict[str, int] = {}
         self._by_vol: dict[tuple[str, str], list[Lun]] = {}
 
@@ -163,6 +167,28 @@ class Builder(HostBuilder):
     def luns_of(self, v: Volume) -> list[Lun]:
         return self._by_vol.get((v.svm, v.name), [])
 
+    # -- QoS and indirect I/O
+    def qos_policy(self, policy: QosPolicy, *objects: Volume | Lun) -> QosPolicy:
+        """Add a QoS policy group and set it on ``objects`` (volumes or LUNs)."""
+        self.qos_policies.append(policy)
+        for o in objects:
+            o.qos_policy = policy.name
+        return policy
+
+    @staticmethod
+    def delay(lun: Lun, qos_max_us: float = 0.0, qos_min_us: float = 0.0) -> None:
+        """The QoS ceiling (and other workloads' floors) hold ``lun``'s operations this long each:
+        the LUN's latency grows by it, its volume's (WAFL's) does not."""
+        lun.qos_max_us, lun.qos_min_us = qos_max_us, qos_min_us
+        _slower(lun.io, qos_max_us + qos_min_us)
+
+    @staticmethod
+    def indirect(lun: Lun, node: Node, share: float, interconnect_us: float) -> None:
+        """``share`` of ``lun``'s operations arrive through ``node``'s LIFs (not the LUN's node) and
+        cross the cluster interconnect, ``interconnect_us`` each: the LUN's latency grows by it."""
+        lun.remote_node, lun.remote_share, lun.interconnect_us = node.name, share, interconnect_us
+        _slower(lun.io, share * interconnect_us)
+
     # -- scale padding
     def fill(
         self,
@@ -224,7 +250,7 @@ class Builder(HostBuilder):
         """Roll LUN ops up to volumes, nodes and each protocol's LIFs."""
         by_vol: dict[tuple[str, str], IoRates] = {}
         for lun in self.luns:
-            by_vol.setdefault((lun.svm, lun.volume), IoRates()).add(lun.io)
+            by_vol.setdefault((lun.svm, lun.volume), IoRates()).add(_wafl_io(lun))
         for v in self.volumes:
             io = by_vol.get((v.svm, v.name), IoRates())
             # WAFL sees a little metadata ("other") work on every busy volume
@@ -249,6 +275,7 @@ class Builder(HostBuilder):
             self.spares,
             self.hosts,
             self.personality,
+            self.qos_policies,
         )
 
     def _node_lifs(self, n: Node) -> list[Lif]:
@@ -263,8 +290,13 @@ class Builder(HostBuilder):
                 continue
             node_io = IoRates()
             for lun in self.luns:
-                if lun.node == n.name and lun.protocol == proto:
-                    node_io.add(lun.io)
+                if lun.protocol != proto:
+                    continue
+                remote = lun.remote_share if lun.remote_node else 0.0
+                if lun.node == n.name:  # the LUN's ops less those arriving at another node's LIFs
+                    node_io.add(_scaled(lun.io, 1.0 - remote) if remote else lun.io)
+                elif lun.remote_node == n.name and remote:
+                    node_io.add(_scaled(lun.io, remote))
             eth = proto in ETHERNET_PROTOCOLS
             k = max(1, self.lifs_per_node if proto == "fcp" else self.protocol_lifs.get(proto, 2))
             names = ETHERNET_PORT_NAMES if eth else FC_PORT_NAMES
@@ -295,6 +327,35 @@ class Builder(HostBuilder):
                     )
                 )
         return out
+
+
+def _slower(io: IoRates, us: float) -> None:
+    io.read_lat_us += us
+    io.write_lat_us += us
+    if io.other_ops:
+        io.other_lat_us += us
+
+
+def _scaled(io: IoRates, k: float) -> IoRates:
+    """``io``'s ops and bytes times ``k``, the same latencies."""
+    return replace(
+        io,
+        read_ops=io.read_ops * k,
+        write_ops=io.write_ops * k,
+        other_ops=io.other_ops * k,
+        read_bytes=io.read_bytes * k,
+        write_bytes=io.write_bytes * k,
+    )
+
+
+def _wafl_io(lun: Lun) -> IoRates:
+    """The LUN's I/O as its volume (WAFL) counts it: without the QoS and interconnect time."""
+    us = lun.front_us
+    if not us:
+        return lun.io
+    io = lun.io
+    other = io.other_lat_us - us if io.other_ops else io.other_lat_us
+    return replace(io, read_lat_us=io.read_lat_us - us, write_lat_us=io.write_lat_us - us, other_lat_us=other)
 
 
 # The protocol's part of a LIF's name (node_fc_1, node_iscsi_1, ...).

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sanlens_sim import scenarios
+from sanlens_sim import qos_world, scenarios
 from sanlens_sim.counters import CounterSet
 from sanlens_sim.scenario_base import Knobs
 from sanlens_sim.world import DOMAINS, Disk, HostDisk, IoRates, Lif, Lun, Node, World
@@ -58,6 +58,15 @@ def lun_rates(io: IoRates) -> dict[str, float]:
         "read_align_histogram#0": 100.0 * r,
         "write_align_histogram#0": 100.0 * w,
     }
+
+
+def lun_counter_rates(x: Lun) -> dict[str, float]:
+    """A LUN's counters, with the ops (and bytes) that arrived through another node's LIF."""
+    out = lun_rates(x.io)
+    share = x.remote_share if x.remote_node else 0.0
+    out["remote_ops"] = share * out["total_ops"]
+    out["remote_bytes"] = share * (x.io.read_bytes + x.io.write_bytes)
+    return out
 
 
 def lif_rates(x: Lif) -> dict[str, float]:
@@ -236,13 +245,18 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {
-    "lun": Kind(lambda w: w.luns, lambda x: x.key, lambda x: lun_rates(x.io)),
+    "lun": Kind(lambda w: w.luns, lambda x: x.key, lun_counter_rates),
     "volume": Kind(lambda w: w.volumes, lambda x: f"{x.svm}:{x.name}", lambda x: volume_rates(x.io)),
     "node": Kind(lambda w: w.nodes, lambda x: x.name, node_rates),
     "disk": Kind(lambda w: [d for a in w.aggregates for d in a.disks], lambda x: x.name, disk_rates),
     "lif": Kind(lambda w: w.lifs, lambda x: f"{x.svm}:{x.name}", lif_rates),
     "fcport": Kind(lambda w: w.fc_lifs, lambda x: f"{x.node}:{x.port}", fcport_rates),
     "wafl": Kind(lambda w: w.nodes, lambda x: x.name, wafl_rates),
+    # QoS workloads (qos, qos_volume) and their centres per node (qos_detail, qos_detail_volume)
+    "qos": Kind(lambda w: w.qos_workloads, lambda x: x.key, qos_world.workload_rates),
+    "qos_detail": Kind(
+        lambda w: [c for x in w.qos_workloads for c in x.centres], lambda x: x.key, qos_world.centre_rates
+    ),
     "hostdisk": Kind(
         lambda w: [(h.name, d) for h in w.hosts for d in h.disks],
         lambda x: f"{x[0]}/{x[1].number}",

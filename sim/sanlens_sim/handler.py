@@ -28,6 +28,8 @@ from sanlens_sim import (
     ontap_collections,
     ontap_namespaces,
     ontap_network,
+    ontap_qos,
+    ontap_qos_tables,
     ontap_query,
     ontap_tables,
     windows_api,
@@ -303,7 +305,9 @@ class Handler(BaseHTTPRequestHandler):
         build: Callable[[list[Any]], list[Json]]
         items: list[Any]
         key = "uuid"
-        if path == "/api/cluster/nodes":
+        if path in ontap_qos.COLLECTIONS:
+            items, build = ontap_qos.COLLECTIONS[path](w)
+        elif path == "/api/cluster/nodes":
             items, build = w.nodes, lambda page: ontap_collections.node_records(estate, w, page, t)
         elif path == "/api/storage/luns":
             items, build = w.plain_luns, lambda page: ontap_collections.lun_records(estate, w, page, t, stats)
@@ -391,7 +395,7 @@ class Handler(BaseHTTPRequestHandler):
         rest = path[len(TABLES_PREFIX) :].strip("/")
         missing = self.sim.faults.faults.missing_table
         if not rest:
-            recs = ontap_tables.table_list(w, missing)
+            recs = ontap_tables.table_list(w, missing) + ontap_qos_tables.table_list(w, missing)
             self._json(
                 200,
                 {"records": recs, "num_records": len(recs), "_links": {"self": {"href": raw_path}}},
@@ -399,16 +403,6 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         name, _, sub = rest.partition("/rows")
-        if not sub and "/rows" not in rest:
-            self._json(200, ontap_tables.schema(w, name, missing), malformed)
-            return
-        if sub:
-            raise ApiError(404, "single-row lookups are not simulated; list /rows", "4")
-        table = ontap_tables.TABLES.get(name)
-        ontap_tables.schema(w, name, missing)  # 404 for an unknown or missing table, or an old ONTAP
-        assert table is not None
-        objs = table.objects(w)
-        ids = [table.row_id(w, o) for o in objs]
         fields = ontap_api.parse_fields(query.get("fields"))
         every = fields is None
         names = query.get("counters.name")
@@ -420,6 +414,20 @@ class Handler(BaseHTTPRequestHandler):
             incomplete=(lambda i: True) if share >= 1 else (lambda i: self.sim.faults.roll(share)),
             missing_table=missing,
         )
+        qos = ontap_qos_tables.answer(estate, w, t, rest, raw_path, query, opts, self._loop)
+        if qos is not None:  # the QoS tables: filtered rows, ONTAP's own schema
+            self._json(200, qos, malformed)
+            return
+        if not sub and "/rows" not in rest:
+            self._json(200, ontap_tables.schema(w, name, missing), malformed)
+            return
+        if sub:
+            raise ApiError(404, "single-row lookups are not simulated; list /rows", "4")
+        table = ontap_tables.TABLES.get(name)
+        ontap_tables.schema(w, name, missing)  # 404 for an unknown or missing table, or an old ONTAP
+        assert table is not None
+        objs = table.objects(w)
+        ids = [table.row_id(w, o) for o in objs]
 
         def build(page: list[Any]) -> list[Json]:
             return ontap_tables.rows(estate, w, name, t, opts, page)

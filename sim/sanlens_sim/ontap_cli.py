@@ -2,7 +2,8 @@
 ``volume`` (and its ``efficiency stat``, ``footprint``, ``snapshot autodelete``), ``storage
 aggregate`` (``aggr``; and ``show-space``), ``storage disk`` (``disk``), ``system node``
 (``node``), ``network interface`` (every SAN LIF, FC ones included, as the CLI lists them) and
-``network port`` (the Ethernet ports; ``ifgrp``: none in the simulated estate).
+``network port`` (the Ethernet ports; ``ifgrp``: none in the simulated estate), and ``qos
+policy-group``, ``qos adaptive-policy-group`` and ``qos workload`` (:mod:`sanlens_sim.ontap_qos`).
 
 Records are flat: the command's key fields (always returned) plus the ``fields`` asked for, under
 the CLI's field names with ``-`` written ``_``; a field whose value is ``-`` on the CLI (one that does
@@ -36,6 +37,14 @@ from sanlens_sim.ontap_cli_storage import (
     volume_rows,
 )
 from sanlens_sim.ontap_cli_system import interface_rows, node_rows, port_rows
+from sanlens_sim.ontap_qos import (
+    ADAPTIVE_FIELDS,
+    POLICY_GROUP_FIELDS,
+    WORKLOAD_FIELDS,
+    adaptive_policy_group_rows,
+    policy_group_rows,
+    workload_rows,
+)
 from sanlens_sim.world import World
 
 CLI_PREFIX = "/api/private/cli/"
@@ -185,6 +194,11 @@ COMMANDS: dict[str, Command] = {
         ),
         port_rows,
     ),
+    "qos/policy-group": Command(("policy_group",), (*POLICY_GROUP_FIELDS, "vserver"), policy_group_rows),
+    "qos/adaptive-policy-group": Command(
+        ("policy_group",), (*ADAPTIVE_FIELDS, "vserver"), adaptive_policy_group_rows
+    ),
+    "qos/workload": Command(("workload",), (*WORKLOAD_FIELDS, "vserver"), workload_rows),
     "network/port/ifgrp": Command(
         ("node", "ifgrp"),
         ("distr_func", "mode", "mac", "activeports", "ports", "up_ports", "down_ports"),

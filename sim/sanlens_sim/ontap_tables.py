@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens.ontap.catalogue import CounterDef, TableDef, catalogue
+from sanlens_sim import qos_world
 from sanlens_sim.estate import CP_PHASES, UPTIME_S, Estate
 from sanlens_sim.ontap_api import ApiError, Json, asa_r2_refusal, disk_uid, node_uuid, svm_uuid, version_full
 from sanlens_sim.world import DOMAINS, Disk, Lif, Lun, Node, Volume, World
@@ -35,6 +36,15 @@ COUNTER_TABLES_SINCE = (9, 11, 0)
 COUNTERS_SINCE: dict[tuple[str, str], tuple[int, int, int]] = {("lun", "queue_full"): (9, 12, 0)}
 # Tables whose rows sum one constituent per node: a missing node lowers the sum.
 SUMMED_TABLES = frozenset({"lun", "volume"})
+# The QoS tables: (rows are centres, only the volumes' workloads, the centre's property name).
+# Their rows carry the catalogue's counters when it declares the table; sanlens_sim.ontap_qos_tables
+# answers them (filters, and ONTAP's own schema and rows when the catalogue does not declare one).
+QOS_TABLES = {
+    "qos": (False, False, ""),
+    "qos_volume": (False, True, ""),
+    "qos_detail": (True, False, "resource.name"),
+    "qos_detail_volume": (True, True, "resource_name"),
+}
 # ONTAP's answer for a counter table it does not have (code as NetApp Harvest's errs.TableNotFound).
 TABLE_NOT_FOUND = ("Table is not found", "8585320")
 
@@ -219,9 +229,23 @@ def _tables() -> dict[str, Table]:
             lambda n: {"memory_free": 56683.0, "memory_used": 4280.0},
         ),
     )
-    missing = [n for n, t in cat.items() if t.rest and n not in {t.name for t in specs}]
+    qos = tuple(_qos_table(cat[n], *how) for n, how in QOS_TABLES.items() if n in cat)
+    served = {t.name for t in (*specs, *qos)}
+    missing = [n for n, t in cat.items() if t.rest and n not in served]
     assert not missing, f"catalogue tables the simulator does not serve: {missing}"
-    return {t.name: t for t in specs}
+    return {t.name: t for t in (*specs, *qos)}
+
+
+def _qos_table(tdef: TableDef, detail: bool, volume_only: bool, centre_prop: str) -> Table:
+    return Table(
+        tdef,
+        "qos_detail" if detail else "qos",
+        lambda w: qos_world.table_objects(w, detail, volume_only),
+        lambda x: x.key,
+        lambda w, x: x.row_id,
+        lambda w, x: qos_world.row_properties(x, centre_prop),
+        (lambda c: {"in_latency_path": 1.0 if c.in_path else 0.0}) if detail else (lambda o: {}),
+    )
 
 
 TABLES: dict[str, Table] = _tables()

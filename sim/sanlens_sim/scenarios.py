@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sanlens_sim import qos_world
 from sanlens_sim.builder import Builder
 from sanlens_sim.scenario_array import (
     aggregate_expansion,
@@ -30,6 +31,7 @@ from sanlens_sim.scenario_front_end import (
     san_oversubscription,
     too_few_luns,
 )
+from sanlens_sim.scenario_qos import indirect_io, qos_throttle
 from sanlens_sim.world import World
 
 
@@ -133,6 +135,20 @@ SCENARIOS: dict[str, Scenario] = {
             ("latency_slo",),
             deep_queue,
         ),
+        Scenario(
+            "qos-throttle",
+            "a fixed QoS ceiling (sql-cap, 2,000 IOPS) holds a volume's Windows and Linux hosts at about "
+            "25 ms, 24 ms of it QoS Max, the array idle; a LUN's own, a shared and an adaptive policy beside it",
+            ("qos_throttle", "latency_slo"),
+            qos_throttle,
+        ),
+        Scenario(
+            "indirect-io",
+            "a Linux and a Windows host reach their LUNs only through the partner node's LIFs (paths "
+            "Active/Non-optimized): 90 % of the ops remote, 0.45 ms of cluster interconnect, latency healthy",
+            ("indirect_io",),
+            indirect_io,
+        ),
     )
 }
 
@@ -147,4 +163,6 @@ def get(name: str) -> Scenario:
 def build_world(scenario: Scenario, knobs: Knobs, phase: int) -> World:
     b = scenario.build(knobs, phase)
     b.fill(knobs.nodes, knobs.luns, knobs.volumes, knobs.disks, knobs.hosts)
-    return b.build()
+    w = b.build()
+    qos_world.attach(w)
+    return w

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import uuid as _uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 # ONTAP's domain_busy labels in the order ONTAP 9.x lists them (readers must not rely on it).
 DOMAINS = (
@@ -204,6 +205,7 @@ class Volume:
     moving: tuple[str, float] | None = None  # (destination aggregate, percent)
     size_bytes: float = 2.0**40
     used_ratio: float = 0.45
+    qos_policy: str = ""  # the QoS policy group set on the volume ('' : its autovolume workload)
 
 
 @dataclass
@@ -219,10 +221,24 @@ class Lun:
     state: str = "online"  # status.state
     thin: bool = True  # no space guarantee, as most SAN LUNs on AFF are
     protocol: str = "fcp"  # fcp | iscsi | nvme_tcp | nvme_fc: how its hosts reach it
+    qos_policy: str = ""  # a policy group set on the LUN itself: it is then a workload of its own
+    # Time the SCSI layer counts in the LUN's latency and WAFL (the volume) does not, per op: the
+    # QoS ceiling's delay, and the share of ops that arrive through another node's LIF
+    # (``remote_node``) times the cluster interconnect's time per such op.
+    qos_max_us: float = 0.0
+    qos_min_us: float = 0.0  # other workloads' QoS floors taking this one's turn
+    remote_node: str = ""
+    remote_share: float = 0.0
+    interconnect_us: float = 0.0
 
     @property
     def key(self) -> str:
         return f"{self.svm}:{self.path}"
+
+    @property
+    def front_us(self) -> float:
+        """Per op, the time in the LUN's latency that the volume's (WAFL's) latency does not hold."""
+        return self.qos_max_us + self.qos_min_us + self.remote_share * self.interconnect_us
 
     @property
     def is_namespace(self) -> bool:
@@ -302,6 +318,27 @@ class Host:
 
 
 @dataclass
+class QosPolicy:
+    """A QoS policy group: a fixed ceiling and floor (IOPS, MB/s; per workload, or ``shared`` by
+    all of them), or an adaptive one in IOPS per TB of each workload's allocated or used space."""
+
+    name: str
+    svm: str = "svm1"
+    kind: str = "fixed"  # fixed | adaptive
+    shared: bool = False
+    max_iops: float = 0.0  # 0: none
+    max_mbps: float = 0.0
+    min_iops: float = 0.0
+    min_mbps: float = 0.0
+    expected_iops_tb: float = 0.0
+    peak_iops_tb: float = 0.0
+    absolute_min_iops: float = 0.0
+    expected_allocation: str = "allocated_space"
+    peak_allocation: str = "used_space"
+    block_size: str = "any"
+
+
+@dataclass
 class World:
     cluster: str
     version: tuple[int, int, int]
@@ -313,6 +350,9 @@ class World:
     spares: list[Disk]
     hosts: list[Host]
     personality: str = "unified"  # unified | asa-r2 (ASA r2: disaggregated, SAN-optimized)
+    qos_policies: list[QosPolicy] = field(default_factory=list)
+    # QoS workloads and their centres (sanlens_sim.qos_world.Workload), set by qos_world.attach
+    qos_workloads: list[Any] = field(default_factory=list)
 
     @property
     def asa_r2(self) -> bool:
