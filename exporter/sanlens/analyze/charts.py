@@ -137,3 +137,62 @@ def svg_chart(
     parts.append(f'<text x="{left + pw}" y="{top + 8}" text-anchor="end">{_e(label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    color: str
+
+
+def svg_stacked(
+    bars: Sequence[tuple[float, Sequence[float]]], segments: Sequence[Segment], unit: str, width: int = 420
+) -> str:
+    """Stacked bars, one per interval (``(time, values)``, a value per segment in ``unit``), in
+    interval order rather than to a time scale, so one short interval stays readable. Negative
+    values are not drawn (a residual where ONTAP's printed columns exceed its total)."""
+    factor, label = human(unit)
+    rows = (len(segments) + 3) // 4
+    w, h, left, top = width, 150 + 13 * rows, 52, 8
+    bottom = 30 + 13 * rows
+    pw, ph = w - left - 8, h - bottom - top
+    if not bars:
+        return f'<svg width="{w}" height="{h}" role="img"><text x="{left}" y="{h / 2}">no data</text></svg>'
+    y_hi = max([sum(max(v, 0.0) for v in vals) * factor for _t, vals in bars] + [1e-12])
+    slot = pw / len(bars)
+    bar_w = max(slot * 0.8, 1.0)
+
+    def sy(y: float) -> float:
+        return top + ph - y / y_hi * ph
+
+    parts = [f'<svg class="chart-svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">']
+    parts.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#99a"/>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#99a"/>')
+    for y in (0.0, y_hi / 2, y_hi):
+        parts.append(f'<text x="{left - 4}" y="{sy(y) + 3:.1f}" text-anchor="end">{_e(fmt(y))}</text>')
+    for n, (t, vals) in enumerate(bars):
+        x, base = left + n * slot + (slot - bar_w) / 2, 0.0
+        for seg, v in zip(segments, vals, strict=True):
+            if v <= 0:
+                continue
+            top_y, base_y = sy(base + v * factor), sy(base)
+            when = utc_text(t) if t > 1e8 else f"{t:g}"
+            parts.append(
+                f'<rect x="{x:.1f}" y="{top_y:.1f}" width="{bar_w:.1f}" height="{max(base_y - top_y, 0.0):.1f}" '
+                f'fill="{seg.color}"><title>{_e(when)}: {_e(seg.label)} {_e(fmt(v * factor))} {_e(label)}</title></rect>'
+            )
+            base += v * factor
+    t0, t1 = bars[0][0], bars[-1][0]
+    if t0 > 1e8:
+        parts.append(f'<text x="{left}" y="{top + ph + 14}">{_e(utc_text(t0))}</text>')
+        if len(bars) > 1:
+            parts.append(
+                f'<text x="{left + pw}" y="{top + ph + 14}" text-anchor="end">{_e(utc_text(t1))} UTC</text>'
+            )
+    for n, seg in enumerate(segments):
+        lx, ly = left + (n % 4) * (pw / 4), top + ph + 28 + 13 * (n // 4)
+        parts.append(f'<rect x="{lx:.1f}" y="{ly - 8:.1f}" width="8" height="8" fill="{seg.color}"/>')
+        parts.append(f'<text x="{lx + 11:.1f}" y="{ly:.1f}">{_e(seg.label)}</text>')
+    parts.append(f'<text x="{left + pw}" y="{top + 8}" text-anchor="end">{_e(label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

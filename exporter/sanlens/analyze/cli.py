@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from sanlens.analyze import diagnoses, linux_inputs, ontap_inputs
+from sanlens.analyze import diagnoses, linux_inputs, ontap_inputs, qos_report
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.html import render_html
 from sanlens.analyze.offline_join import analysis_cluster
@@ -153,6 +153,7 @@ def report_json(results: list[Analysis], findings: diagnoses.Findings | None = N
         "series": [s for r in results for s in r.series],
         "diagnoses": findings.diagnoses if findings else [],
         "evaluated": bool(findings and findings.evaluated_any),
+        "qos_breakdown": qos_report.as_json(findings.qos) if findings else None,
     }
 
 
@@ -365,6 +366,7 @@ def run(args: argparse.Namespace) -> int:
             out.write(render_html(results, findings))
         else:
             render_text(results, out)
+            qos_report.render_text(findings.qos, out)
             diagnoses.render_findings_text(findings, out)
     finally:
         if out is not sys.stdout:

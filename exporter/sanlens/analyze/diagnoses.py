@@ -26,6 +26,9 @@ from sanlens.analyze.offline_join import host_mapper
 from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.analyze.ontap_series import OntapCooker, SeriesStats
 from sanlens.analyze.perfmon_summary import LogSummary
+from sanlens.analyze.qos_breakdown import QOS_KINDS, QosBreakdowns
+from sanlens.analyze.qos_breakdown import build as build_qos
+from sanlens.analyze.qos_views import with_qos
 from sanlens.analyze.windows import HOST, Source, offline_windows
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose.engine import Engine
@@ -46,6 +49,7 @@ class Findings:
     host_points: dict[DiskColumn, list[tuple[float, float]]] = field(default_factory=dict)
     mappings: dict[tuple[str, str], DiskMapping] = field(default_factory=dict)  # (host, disk)
     updates: int = 0
+    qos: QosBreakdowns = field(default_factory=QosBreakdowns)  # where each workload's time goes
     inputs_judged: int | None = None  # inputs whose status is "judged", once statuses are known
 
     @property
@@ -104,7 +108,9 @@ def sources(
             start = anchors.get(group[0].kind, 0.0)
             end = start + (n - 1) * (interval or 60.0)
         step = (end - start) / (n - 1) if n > 1 and end > start else interval
-        out.append(Source(obj, start, end, step))
+        # a QoS timeline stands for every name a diagnosis may declare for one (ZAPI or REST)
+        for kind in sorted(QOS_KINDS) if obj in QOS_KINDS else [obj]:
+            out.append(Source(kind, start, end, step))
     return out
 
 
@@ -151,8 +157,9 @@ def finish(
     anchors = _anchors(ontap, interval)
     windows = offline_windows(sources(logs, ontap, interval, anchors, linux))
     cooker = OntapCooker(ontap, interval, cluster, version, anchors)
+    qos = build_qos(ontap, interval, anchors, cluster)
     mapper = host_mapper(config, cluster)
-    streams: list[Iterable[Snapshot]] = [cooker.snapshots()]
+    streams: list[Iterable[Snapshot]] = [with_qos(cooker.snapshots(), qos.timeline(), cluster, version)]
     streams += [s.intervals.snapshots(mapper) for s in logs if s.intervals]
     streams += [li.snapshots(mapper) for li in linux]
     engine = Engine(engine_config(config, windows))
@@ -170,8 +177,11 @@ def finish(
             by_path.get(st.inputs[0], ontap_results[0]).series.append(st.as_json())
     if ontap_results:
         ontap_results[0].warnings.extend(cooker.warnings)
+    for path, notes in qos.warnings.items():
+        by_path[path].warnings.extend(notes)
     out = Findings(found, warnings, list(cooker.series.values()), rec.judged, windows, cluster)
     out.updates = rec.updates
+    out.qos = qos
     for s in logs:
         if s.intervals:
             out.host_points.update(s.intervals.chart_points())

@@ -21,6 +21,8 @@ from sanlens.analyze.charts import Line, fmt, fmt_unit, svg_chart, utc_text
 from sanlens.analyze.diagnoses import Findings
 from sanlens.analyze.host_intervals import DiskColumn
 from sanlens.analyze.ontap_series import SeriesStats
+from sanlens.analyze.qos_report import TITLE as QOS_TITLE
+from sanlens.analyze.qos_report import html_section as qos_section
 from sanlens.diagnose.base import SERIAL_DOMAINS
 from sanlens.diagnose.registry import REGISTRY
 from sanlens.hosts.mapping import DiskMapping
@@ -333,6 +335,7 @@ def render_html(results: Sequence[Analysis], findings: Findings) -> str:
     ]
     out += _findings(findings, disks, ontap)
     out += _inputs(results)
+    out += qos_section(findings.qos)
     if disk_keys:
         shown = disk_keys[:MAX_DISKS]
         out.append(f'<h2 id="hosts">Host disks ({len(disk_keys)}, {len(shown)} charted)</h2>')
@@ -400,6 +403,8 @@ def _contents(
         f'<li><a href="#diagnoses">Diagnoses ({len(f.diagnoses)})</a></li>',
     ]
     out.append('<li><a href="#inputs">Inputs and what could be judged</a></li>')
+    if f.qos.workloads or f.qos.totals:
+        out.append(f'<li><a href="#qos">{_e(QOS_TITLE)}</a></li>')
     if disk_keys:
         out.append('<li><a href="#hosts">Hosts</a><ul>')
         for host in sorted({h for h, _ in disk_keys}):

@@ -5,7 +5,8 @@ Input kinds registered with ``sanlens.analyze.cli``:
   file holding several samples);
 - ``ontap-sysstat``: nodeshell ``sysstat -M`` text;
 - ``ontap-qos-latency``: ``qos statistics [volume|workload] latency show`` text,
-  the latency breakdown per workload (listed and scanned; no diagnosis reads it yet);
+  the latency breakdown per workload (scanned here; :mod:`sanlens.analyze.qos_breakdown`
+  turns it into QoS workloads and the report's breakdown);
 - ``ontap-counter-rows``: counter-table rows JSON (``/api/cluster/counter/tables/
   {table}/rows``), one sample per file, per list item or per line;
 - ``ontap-counter-schema``: a table's ``counter_schemas``, which then types the

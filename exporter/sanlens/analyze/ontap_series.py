@@ -17,6 +17,10 @@ from sanlens.errors import SanlensError
 from sanlens.model import OntapVersion, Snapshot, parse_ontap_version
 from sanlens.ontap.cooking import Cooked, CounterRow, CounterSpec, Sample, cook_row, keeps_partial
 from sanlens.ontap.views import build_view, row_fields
+from sanlens.ontap.workload_detail_text import DETAIL_TABLES, WORKLOAD_TABLES
+
+# per-workload QoS latency parts, read by sanlens.analyze.qos_breakdown rather than cooked here
+QOS_TABLES = DETAIL_TABLES | WORKLOAD_TABLES | {"qos_latency"}
 
 MAX_POINTS = 400  # chart points kept per series (decimated by 2 when full)
 
@@ -96,7 +100,7 @@ class OntapCooker:
     ) -> None:
         """``anchors``: per input kind, the time of the first sample of captures that carry no time."""
         self.anchors = anchors or {}
-        self.inputs = [i for i in inputs if i.kind != "ontap-counter-schema"]
+        self.inputs = [i for i in inputs if i.kind not in ("ontap-counter-schema", "ontap-qos-latency")]
         self.schemas: dict[str, dict[str, CounterSpec]] = {}
         for i in inputs:
             if i.schema:
@@ -123,11 +127,13 @@ class OntapCooker:
         baseline: set[str] = set()  # inputs whose samples served as the previous sample of this one
         table_index: dict[tuple[str, str], int] = {}  # (kind, table) -> samples seen
         for inp in self._ordered():
-            for sample in _samples_again(inp):
+            for sample in samples_again(inp):
                 cooked: list[tuple[CounterRow, list[Cooked]]] = []
                 t_view: float | None = None
                 dt_view: float | None = self.interval
                 for row in sample.rows:
+                    if row.table in QOS_TABLES:
+                        continue  # per-workload latency parts: sanlens.analyze.qos_breakdown reads them
                     k = (inp.kind, row.table)
                     idx = table_index.get(k, 0)
                     key = (row.table, row.instance)
@@ -215,7 +221,7 @@ class OntapCooker:
         return ""
 
 
-def _samples_again(inp: OntapInput) -> Iterator[Sample]:
+def samples_again(inp: OntapInput) -> Iterator[Sample]:
     """The second pass over one capture; a failure becomes the input's own error, the run goes on."""
     try:
         yield from inp.iter_samples()

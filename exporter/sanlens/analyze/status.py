@@ -17,8 +17,9 @@ from sanlens.analyze.diagnoses import Findings
 from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.analyze.perfmon_summary import LogSummary
+from sanlens.analyze.qos_breakdown import QOS_KINDS, is_qos_input, only_qos
 from sanlens.analyze.windows import HOST, feeds
-from sanlens.diagnose.registry import IDS
+from sanlens.diagnose.registry import IDS, REGISTRY
 
 # What the host side of a diagnosis reads, as PerfMon counters (HostDiskStats fields).
 HOST_NEEDS: dict[str, dict[str, str]] = {
@@ -130,10 +131,8 @@ def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, 
         st["skipped"] = []
         st["note"] = f"types the {i.schema[0] if i.schema else ''} rows of the other inputs"
         return st
-    if i.kind == "ontap-qos-latency":  # per-interval averages already: nothing to cook, listed as read
-        st.update(evaluated=[], not_evaluated={}, skipped=list(warnings))
-        st["note"] = "QoS latency breakdown per workload: read and listed; no diagnosis reads it yet"
-        return st
+    if only_qos(i):
+        return _qos(i, warnings, f)
     judged = set()
     not_eval: dict[str, str] = {}
     prefix = (f.cluster if f else "offline") + "/"
@@ -157,7 +156,51 @@ def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, 
     st["skipped"] = list(warnings)
     if i.start is None:
         st["note"] = "the capture carries no time: its last sample is placed at the file's modification time"
+    if is_qos_input(i):
+        extra = _qos(i, [], f)
+        st["evaluated"] = sorted(set(st["evaluated"]) | set(extra["evaluated"]), key=IDS.index)
+        st["note"] = "; ".join(x for x in (st.get("note"), extra["note"]) if x)
     return st
+
+
+def reads_qos(did: str) -> bool:
+    """Whether a registered diagnosis declares a QoS table or timeline among what it reads."""
+    reads = REGISTRY[did].reads
+    return bool(set(reads.tables) & QOS_KINDS or set(reads.offline) & QOS_KINDS)
+
+
+def _qos(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, Any]:
+    """A QoS capture's status: the diagnoses that read QoS workloads and judged some, and what
+    the report's breakdown section shows of it."""
+    path = str(i.path)
+    judged: set[str] = set()
+    not_eval: dict[str, str] = {}
+    prefix = (f.cluster if f else "offline") + "/"
+    shown = [b for b in f.qos.workloads.values() if path in b.inputs] if f else []
+    for did in (d for d in IDS if reads_qos(d)):
+        keys = f.judged.get(did, set()) if f else set()
+        if any(k.startswith(prefix) and "/disk " not in k for k in keys):
+            judged.add(did)
+        else:
+            not_eval[did] = "no workload in the captures had what it judges (a breakdown with latency)"
+    intervals = i.samples if i.kind == "ontap-qos-latency" else max(i.samples - 1, 0)
+    parts = [
+        f"QoS latency breakdown of {len(shown)} workload(s) over {intervals} interval(s), "
+        "in 'Where the time goes inside ONTAP'"
+    ]
+    if not any(reads_qos(d) for d in IDS):
+        parts.append("no registered diagnosis reads QoS workloads")
+    parts += f.qos.notes.get(path, []) if f else []
+    if i.start is None:
+        parts.append(
+            "the capture carries no time: its last interval is placed at the file's modification time"
+        )
+    return {
+        "evaluated": sorted(judged, key=IDS.index),
+        "not_evaluated": not_eval,
+        "skipped": list(warnings),
+        "note": "; ".join(parts),
+    }
 
 
 def input_status(result: Analysis, findings: Findings | None) -> dict[str, Any]:

@@ -32,6 +32,8 @@ How the text maps onto rows:
   terminal control codes (a refreshing display's) are skipped, each as one
   ``FILE:LINE: why`` note when the caller passes a list. Anything else that is
   neither a header, a ruler nor a row is a ``CaptureError`` naming its line.
+- The echoed command's ``-vserver NAME`` (``-vserver`` narrows the rows to one
+  SVM) is kept on the rows after it as ``svm``: the text names no SVM otherwise.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ _SESSION = re.compile(
     r"^(?:[\w.-]+::[\w*]*>|\(\s*qos statistics .*\)$|Press <space> to page down"
     r"|\d+ (?:entries were|entry was) displayed\.?$|There are no entries matching your query\.)"
 )
+_VSERVER = re.compile(r"(?:^|\s)-vserver\s+(?:\"([^\"]+)\"|([^\s)]+))")
+_PATTERN = re.compile(r"[*|,!<>{}]")  # a query, not one SVM's name
 _STAMP_NAMED = re.compile(r"^[\w.-]+\s*:\s*(\d{1,2}/\d{1,2}/\d{2,4} \d{1,2}:\d{2}:\d{2})$")
 _STAMP_DATE = re.compile(
     r"^[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}:\d{2}:\d{2})(?: [A-Z]{1,5}[+-]?\d*)? (\d{4})$"
@@ -94,6 +98,8 @@ class QosLatencyRow:
     latency: float
     components: dict[str, float] = field(default_factory=dict)
     line: int = 0
+    svm: str = ""  # the echoed command's -vserver; '' when the capture does not say
+    policy_group: bool = False  # a ``Policy Group`` row (qos statistics latency show), not a workload
 
 
 def parse_latency(text: str) -> tuple[float, float] | None:
@@ -179,12 +185,25 @@ class _Reader:
         self.iteration = 0
         self.in_block = 0  # rows read in the current iteration
         self.stamp: float | None = None
+        self.svm = ""
         self.rows = 0
         self.error: tuple[int, str] | None = None  # the first ONTAP ``Error:`` message
 
     def note(self, n: int, text: str) -> None:
         if self.notes is not None:
             self.notes.append(f"{self.p}:{n}: {text}")
+
+    def command_svm(self, text: str) -> None:
+        """A prompt's command sets the SVM its rows are of ('' without one ``-vserver``); the
+        parenthesised echo of an abbreviated command only adds one it names."""
+        if "::" not in text and not text.startswith("("):
+            return
+        v = _VSERVER.search(text)
+        name = (v[1] or v[2]) if v else ""
+        if _PATTERN.search(name):
+            name = ""
+        if name or "::" in text:
+            self.svm = name
 
     def next_iteration(self) -> None:
         if self.in_block:
@@ -216,6 +235,7 @@ class _Reader:
             self.note(n, f"skipped ONTAP {m[1].lower()}: {text[:80]!r}")
             return None
         if _SESSION.match(text):
+            self.command_svm(text)
             self.note(n, f"skipped session text: {text[:80]!r}")
             return None
         stamp = _timestamp(text)
@@ -264,7 +284,15 @@ class _Reader:
         self.in_block += 1
         self.rows += 1
         return QosLatencyRow(
-            self.iteration, self.stamp, workload, None if wid == "-" else wid, total, comps, n
+            self.iteration,
+            self.stamp,
+            workload,
+            None if wid == "-" else wid,
+            total,
+            comps,
+            n,
+            self.svm,
+            lay.names[lay.name_col] == "policy_group",
         )
 
     def finish(self) -> None:
@@ -303,7 +331,9 @@ def iter_qos_latency_samples(
     """One Sample per iteration, a ``qos_latency`` CounterRow per workload.
 
     Counters are ``latency`` and each component, in seconds, already averaged over
-    the interval; ``properties["workload_id"]`` holds the ID when printed.
+    the interval; ``properties["workload_id"]`` holds the ID when printed and
+    ``properties["svm"]`` the echoed command's ``-vserver``; ``properties["policy_group"]``
+    names a policy group's row (``qos statistics latency show``).
     """
     block: list[CounterRow] = []
     stamp: float | None = None
@@ -314,6 +344,10 @@ def iter_qos_latency_samples(
             block = []
         current, stamp = r.iteration, r.timestamp
         props = {"workload_id": r.workload_id} if r.workload_id is not None else {}
+        if r.svm:
+            props["svm"] = r.svm
+        if r.policy_group:
+            props["policy_group"] = r.workload
         block.append(CounterRow(TABLE, r.workload, props, {"latency": r.latency, **r.components}))
     if block:
         yield Sample(stamp, block)
