@@ -194,3 +194,24 @@ def test_findings_carry_their_waterfall_and_the_engine_exposes_its_components() 
     }
     assert series[("sql01/disk 1", "qos_max")] == pytest.approx(0.035)
     assert series[(VOL_KEY, "qos_max")] == pytest.approx(0.035)
+
+
+def test_oversubscription_counts_a_writes_wait_for_its_data_as_outside_the_array() -> None:
+    """Writes at 30 ms on the host; ONTAP's LUN says 8 ms, 6 of them Network: the wait for the host's
+    data over the fabric. Host / LUN is 3.75 (< 5, not over-subscribed by the LUN counter alone), but the
+    array's own time is 8 - 6 = 2 ms: 15x, the fabric's."""
+    d = mapped(read_iops=0.0, write_iops=300.0, write_latency_s=0.030, idle_ratio=0.9, queue_length=9.0)
+    w = workload(latency_s=0.008, components={"network": 0.006, "data": 0.001, "disk": 0.001})
+    o = ontap(0, luns=(lun(read_iops=0.0, write_iops=300.0, write_latency_s=0.008),), qos_workloads=(w,))
+    h = hostview(0, d)
+    assert now_state("san_oversubscription", "sql01/disk 1", o, h) == 2
+    e = engine(sustain_scale=0.0)
+    e.update(snap(o))
+    e.update(snap(h))
+    f = finding(e, "san_oversubscription")
+    assert f is not None
+    # transport 30 - 8 = 22 ms, plus all of the 6 ms Network (every op a write)
+    assert f["evidence"]["outside_array_seconds"] == pytest.approx(0.028)
+    assert f["evidence"]["host_to_array_latency_ratio"] == pytest.approx(0.030 / 0.002)
+    no_breakdown = ontap(0, luns=(lun(read_iops=0.0, write_iops=300.0, write_latency_s=0.008),))
+    assert now_state("san_oversubscription", "sql01/disk 1", no_breakdown, h) == 0  # 3.75x < 5x

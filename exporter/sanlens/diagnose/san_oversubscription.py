@@ -26,6 +26,7 @@ from sanlens.diagnose.host_advice import fabric_checks
 from sanlens.diagnose.latency_slo import HOST_LATENCY, class_level
 from sanlens.diagnose.numeric import clamp01, num, total, weighted_latency, worst_latency
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
+from sanlens.diagnose.waterfall import of_host_disk
 from sanlens.model import HostDiskStats
 
 SRC_MS_OVERSUB = (
@@ -90,6 +91,14 @@ SPEC = DiagnosisSpec(
             "ratio",
             "IOPS-weighted host latency / LUN latency",
             "host/array latency",
+        ),
+        Evidence(
+            "outside_array_seconds",
+            "seconds",
+            "host latency not spent inside ONTAP: host queue, transport, and ONTAP's Network component on "
+            "writes (waiting for the host's data)",
+            "outside the array",
+            "duration",
         ),
         Evidence("host_idle_ratio", "ratio", "% Idle Time / 100 of the host disk", "disk idle", "percent"),
         Evidence(
@@ -178,7 +187,10 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         busy = aggregate_busy(ctx, lun.cluster, vol.aggregate if vol else "")
     cap = ctx.backend_iops_capacity
     util = busy if busy is not None else (iops / cap if cap and iops is not None else None)
-    ratio = host_avg / lun_lat if host_avg is not None and lun_lat else None
+    outside = _outside_array(ctx, d, host_avg) if lun_lat is not None else None
+    # with ONTAP's breakdown, the array's own time excludes the write data it waited for from the host
+    array_s = host_avg - outside if outside is not None and host_avg is not None else lun_lat
+    ratio = host_avg / array_s if host_avg is not None and array_s else None
     ev: dict[str, float | None] = {
         "host_latency_seconds": lat,
         "host_read_latency_seconds": d.read_latency_s,
@@ -188,6 +200,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         "backend_utilization_ratio": util,
         "lun_latency_seconds": lun_lat,
         "host_to_array_latency_ratio": ratio,
+        "outside_array_seconds": outside,
         "fc_port_utilization_ratio": fe.port_utilization if fe.protocol in ("fcp", "nvme_fc") else None,
         "fc_port_queue_full_per_second": fe.queue_full_per_second,
         "ethernet_port_utilization_ratio": fe.port_utilization
@@ -228,6 +241,19 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
 
 
 READS = frozenset({"ontap", "hosts"})
+
+
+def _outside_array(ctx: Context, d: HostDiskStats, host_avg: float | None) -> float | None:
+    """Seconds of the host's latency spent outside ONTAP, from the disk's waterfall; None without
+    ONTAP's breakdown. ONTAP's Network component of a write is mostly the wait for the host to send
+    its data (the transfer-ready round trip over the fabric), so the writes' share of it counts too."""
+    wf = of_host_disk(ctx, d)
+    if wf is None or not wf.workload or host_avg is None:
+        return None
+    ops = total(d.read_iops, d.write_iops) or 0.0
+    writes = (num(d.write_iops) or 0.0) / ops if ops > 0 else 0.0
+    p = wf.parts
+    return p.get("host_queue", 0.0) + p.get("transport", 0.0) + writes * p.get("network", 0.0)
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
