@@ -3,7 +3,7 @@
 
 ``harvest/`` holds the evidence dashboard for clusters read through NetApp Harvest's series.
 
-Why a generator: five dashboards share one datasource variable, the same chained
+Why a generator: six dashboards share one datasource variable, the same chained
 label variables, the same panel defaults and the same PromQL fragments; writing
 them once keeps every panel consistent. ``lib/`` holds those shared builders,
 ``defs/`` one module per dashboard.
@@ -42,12 +42,13 @@ from dashboards.defs import (  # noqa: E402
     disks,
     harvest_evidence,
     io_path,
+    latency_breakdown,
     lun_volume,
     ontap_cpu_domains,
     overview,
 )
 
-DEFS = (overview, io_path, ontap_cpu_domains, lun_volume, disks)
+DEFS = (overview, io_path, latency_breakdown, ontap_cpu_domains, lun_volume, disks)
 # where sanlens reads ONTAP through NetApp Harvest's series: shipped with the overview instead of DEFS[1:]
 HARVEST_DEFS = (harvest_evidence,)
 HARVEST_DIR = "harvest"

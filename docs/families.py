@@ -132,6 +132,58 @@ ONTAP_INVENTORY = (
         "always 1; `serial` joins host disks to their LUN",
     ),
     Family(
+        "sanlens_ontap_qos_workload_info",
+        "gauge",
+        ("cluster", "svm", "workload", "volume", "lun", "policy"),
+        "—",
+        "`/api/storage/qos/workloads`",
+        "always 1; what a QoS workload is (a volume's, or the LUN a policy is set on) and its policy group",
+        "on the QoS schedule (`qos_interval`)",
+    ),
+    Family(
+        "sanlens_ontap_qos_policy_info",
+        "gauge",
+        ("cluster", "svm", "policy", "kind", "shared"),
+        "—",
+        "`/api/storage/qos/policies`",
+        "always 1; `kind` is `fixed` or `adaptive`, `shared` whether a fixed ceiling is shared by its workloads",
+        "only where QoS policies exist",
+    ),
+    *(
+        Family(
+            f"sanlens_ontap_qos_policy_{name}",
+            "gauge",
+            ("cluster", "svm", "policy"),
+            unit,
+            f"`/api/storage/qos/policies` `{source}`",
+            what,
+            "only where the policy sets it",
+        )
+        for name, unit, source, what in (
+            ("max_ops_per_second", "ops/s", "fixed.max_throughput_iops", "a fixed ceiling"),
+            ("min_ops_per_second", "ops/s", "fixed.min_throughput_iops", "a fixed floor"),
+            ("max_bytes_per_second", "bytes/s", "fixed.max_throughput_mbps", "a fixed throughput ceiling"),
+            (
+                "absolute_min_ops_per_second",
+                "ops/s",
+                "adaptive.absolute_min_iops",
+                "an adaptive policy's floor",
+            ),
+            (
+                "peak_ops_per_second_per_terabyte",
+                "ops/s per TB",
+                "adaptive.peak_iops",
+                "an adaptive ceiling per TB",
+            ),
+            (
+                "expected_ops_per_second_per_terabyte",
+                "ops/s per TB",
+                "adaptive.expected_iops",
+                "an adaptive floor per TB",
+            ),
+        )
+    ),
+    Family(
         "sanlens_ontap_volume_info",
         "gauge",
         ("cluster", "svm", "volume", "aggregate", "node", "style"),
@@ -512,6 +564,16 @@ DIAGNOSES = (
         "a cause finding on the I/O path of a symptom finding (host disk -> LUN -> volume -> aggregate -> "
         "node, FC ports); the cause may still be inside its sustain window",
         "only while the symptom's state is above 0",
+    ),
+    Family(
+        "sanlens_latency_component_seconds",
+        "gauge",
+        ("subject", "cluster", "svm", "volume", "lun", "host", "disk", "component"),
+        "seconds",
+        "diagnosis engine (the waterfall)",
+        "where a subject's latency goes per operation: `host_queue`, `transport`, then ONTAP's components "
+        "(`network`, `cluster`, `data`, `disk`, `qos_max`, `qos_min`, `nvram`, ...), or `array` without a breakdown",
+        "only for non-ok subjects and the 10 slowest QoS workloads",
     ),
     Family(
         "sanlens_diagnosis_location_info",

@@ -19,7 +19,8 @@ the tests) fails when it is stale.
 Conventions follow the monitoring-mixins: recording rules are named
 ``level:metric:operations``; alerts are ``Sanlens<CamelCase id>`` with a
 ``severity`` label, a static ``summary``, a templated ``description`` that quotes
-the subject and the evidence, ``runbook_url`` and ``dashboard_url``.
+the subject, the evidence and where the subject's latency goes (its dominant
+waterfall component), ``runbook_url`` and ``dashboard_url``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from mixin.config import MixinConfig  # noqa: E402
 
 from sanlens.diagnose.registry import REGISTRY  # noqa: E402
 from sanlens.diagnose.spec import DiagnosisSpec, Evidence  # noqa: E402
+from sanlens.diagnose.waterfall import NAMES as PART_NAMES  # noqa: E402
 
 OUT = HERE / "sanlens.rules.yaml"
 DEFAULT = mixin.config.DEFAULT
@@ -138,6 +140,33 @@ def causes_template(cfg: MixinConfig, diagnosis: str) -> str:
     )
 
 
+def component_name_template() -> str:
+    """The waterfall part in the dot's ``component`` label as the report names it (an unknown one as is)."""
+    chain = "".join(
+        f'{{{{ {"if" if i == 0 else "else if"} eq .Labels.component "{part}" }}}}{name}'
+        for i, (part, name) in enumerate(PART_NAMES.items())
+    )
+    return f"{chain}{{{{ else }}}}{{{{ .Labels.component }}}}{{{{ end }}}}"
+
+
+def dominant_template(cfg: MixinConfig) -> str:
+    """A line naming the subject's largest latency component and the whole it is part of (from the
+    alerting exporter's ``sanlens_latency_component_seconds``), omitted when it has no waterfall for the
+    subject: the alert says where the time goes before anyone opens a dashboard."""
+    name, matchers, args = (
+        "sanlens_latency_component_seconds",
+        "instance=%q,subject=%q",
+        "$labels.instance $labels.subject",
+    )
+    top = query(cfg, name, matchers, args, "topk(1, {})")
+    whole = query(cfg, name, matchers, args, "sum({})")
+    return (
+        f"{{{{ with {top} }}}}{{{{ with first . }}}}Most of its latency is {component_name_template()}: "
+        f"{{{{ .Value | humanizeDuration }}}}{{{{ end }}}}"
+        f"{{{{ with {whole} }}}} of {{{{ . | first | value | humanizeDuration }}}}{{{{ end }}}}.\n{{{{ end }}}}"
+    )
+
+
 def _diagnosis_alert(cfg: MixinConfig, spec: DiagnosisSpec, state: int, sev: str) -> dict[str, Any]:
     did = spec.id
     evidence = "".join(evidence_template(cfg, did, ev) for ev in spec.quoted())
@@ -156,6 +185,7 @@ def _diagnosis_alert(cfg: MixinConfig, spec: DiagnosisSpec, state: int, sev: str
     when = spec.severity[state]
     causes = f"Causes on its I/O path: {causes_template(cfg, did)}\n" if spec.symptom else ""
     affected = affected_template(cfg)
+    dominant = dominant_template(cfg)
     return {
         "alert": spec.alert,
         "expr": expr,
@@ -167,6 +197,7 @@ def _diagnosis_alert(cfg: MixinConfig, spec: DiagnosisSpec, state: int, sev: str
                 f"{sev.capitalize()} {did} on {{{{ $labels.subject }}}} "
                 f"(cluster {{{{ $labels.cluster }}}}): {when}.\n"
                 f"Evidence: {evidence}\n"
+                f"{dominant}"
                 f"{causes}"
                 f"Fix: {spec.fix}\n"
                 f"Incident {{{{ $labels.incident }}}}, findings {affected}"

@@ -12,7 +12,6 @@ from typing import Any
 
 from sanlens.config import DiagnoseConfig
 from sanlens.diagnose.engine import Engine
-from sanlens.qos import QosPolicy, QosWorkload
 from sanlens.model import (
     AggregateInfo,
     BackgroundOp,
@@ -26,6 +25,7 @@ from sanlens.model import (
     Snapshot,
     VolumeStats,
 )
+from sanlens.qos import QosPolicy, QosWorkload
 
 T0 = 1_700_000_000.0
 V98 = OntapVersion(9, 8, 0)

@@ -30,6 +30,23 @@ pytestmark = pytest.mark.e2e
 DASH_DIR = ROOT / "dashboards"
 RULES = ROOT / "rules" / "sanlens.rules.yaml"
 DEADLINE_S = 110.0
+LATENCY = "sanlens-latency-breakdown"
+# The latency-breakdown panels (and their targets) that only their diagnosis's scenario fills.
+SCENARIO_PANELS = {
+    "qos-throttle": {
+        "Workload ops vs its QoS ceiling": "ABC",
+        "Ops / ceiling": "A",
+        "QoS Max share of the workload's latency": "A",
+        "QoS Max, QoS Min and the workload's latency": "ABC",
+    },
+    "indirect-io": {
+        "Indirect share of the LUN's ops": "A",
+        "Indirect and all ops": "AB",
+        "Interconnect time per op": "A",
+        "Cluster component share of the latency": "A",
+        "Host paths: ALUA optimized of active": "AB",
+    },
+}
 REBUILD_RATE = 0.4  # %/s: the reconstruct lasts 250 s, longer than the test
 # Targets the mixed scenario leaves empty, by design; each must still be a valid query.
 NO_SCENARIO_FILLS = {
@@ -38,6 +55,13 @@ NO_SCENARIO_FILLS = {
         for ref in "ABC"
     },
     ("sanlens-io-path", "FC target ports not online", "A"): "empty is good: every FC port of mixed is online",
+    **{
+        (LATENCY, panel, ref): "empty is good: mixed has no QoS ceiling and no indirect path "
+        "(the qos-throttle and indirect-io scenarios fill it: test_latency_breakdown_fills_from_its_scenarios)"
+        for panels in SCENARIO_PANELS.values()
+        for panel, refs in panels.items()
+        for ref in refs
+    },
 }
 
 
@@ -57,7 +81,7 @@ def test_every_panel_query_returns_data(harness: Harness) -> None:  # noqa: F811
     )
     harness.wait_until(lambda: prom.targets_up("sanlens"), 30, what="Prometheus to scrape the exporter")
     dashboards = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(DASH_DIR.glob("*.json"))}
-    assert len(dashboards) == 5
+    assert len(dashboards) == 6
 
     pending: dict[str, Check] = {}
     passed: set[str] = set()
@@ -180,3 +204,57 @@ def check_values(prom: PrometheusHandle, checks: list[Check]) -> None:
     assert ontap and all(v == pytest.approx(0.001, rel=0.3) for v in ontap), ontap
     assert gap and all(v == pytest.approx(max(host) - max(ontap), rel=0.05) for v in gap), gap
     assert idle and all(v == pytest.approx(0.70, abs=0.05) for v in idle), idle
+
+
+# ------------------------------------------------------------------ the latency breakdown, from its own scenarios
+Filled = set[tuple[str, str, str]]
+
+
+def fill(harness: Harness, scenario: str) -> tuple[PrometheusHandle, list[Check], Filled]:  # noqa: F811
+    """The latency-breakdown dashboard's checks against one scenario, polled until every panel the
+    scenario is made for has data; returns what filled."""
+    sim = harness.start_simulator(scenario)
+    exp = harness.start_exporter(sim, ontap_interval=2.0, host_interval=1.0, sustain_scale=0.05)
+    prom = harness.start_prometheus(
+        {"sanlens": [exp.address]},
+        rule_files=[RULES],
+        scrape_interval=f"{SCRAPE_S}s",
+        evaluation_interval=f"{SCRAPE_S}s",
+    )
+    harness.wait_until(lambda: prom.targets_up("sanlens"), 30, what="Prometheus to scrape the exporter")
+    board = json.loads((DASH_DIR / f"{LATENCY}.json").read_text(encoding="utf-8"))
+    t0 = time.monotonic()
+    while True:
+        try:
+            checks = checks_for(prom, board)
+        except AssertionError:  # no waterfall exposed yet
+            checks = []
+        filled = {c.key for c in checks if finite(prom.query(c.expr))}
+        mine = {c.key for c in checks if c.ref in SCENARIO_PANELS[scenario].get(c.panel, "")}
+        always = {c.key for c in checks if c.key not in NO_SCENARIO_FILLS}
+        if checks and mine and (mine | always) <= filled:
+            return prom, checks, filled
+        if time.monotonic() - t0 > DEADLINE_S:
+            left = sorted((mine | always) - filled) if checks else ["variables unresolved"]
+            raise AssertionError(f"{scenario}: {LATENCY} panels still empty after {DEADLINE_S:.0f}s: {left}")
+        time.sleep(3)
+
+
+def test_latency_breakdown_fills_from_its_scenarios(harness: Harness) -> None:  # noqa: F811
+    """Every latency-breakdown query returns data under qos-throttle or indirect-io (mixed fills only the
+    waterfall), and the numbers are the scenarios': 24 ms of QoS Max in about 25 ms; 90 % indirect."""
+    prom, checks, qos_filled = fill(harness, "qos-throttle")
+    subjects = values_of(
+        prom, checks, LATENCY, "Slowest subjects and their dominant component (worst $topn)", "B"
+    )
+    assert any(m["component"] == "qos_max" for m, _ in subjects), subjects
+    share = [v for _, v in values_of(prom, checks, LATENCY, "QoS Max share of the workload's latency", "A")]
+    assert share and max(share) == pytest.approx(24.0 / 25.0, abs=0.05), share
+    used = [v for _, v in values_of(prom, checks, LATENCY, "Ops / ceiling", "A")]
+    assert used and max(used) == pytest.approx(0.97, abs=0.03), used
+
+    prom, checks, indirect_filled = fill(harness, "indirect-io")
+    remote = [v for _, v in values_of(prom, checks, LATENCY, "Indirect share of the LUN's ops", "A")]
+    assert remote and max(remote) == pytest.approx(0.9, abs=0.05), remote
+    every = {c.key for c in checks}
+    assert every - qos_filled - indirect_filled == set(), "each query filled by one of the two scenarios"

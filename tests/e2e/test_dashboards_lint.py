@@ -34,6 +34,7 @@ FILES = sorted(DASH_DIR.glob("*.json")) + sorted(DASH_DIR.glob("harvest/*.json")
 UIDS = {
     "sanlens-overview",
     "sanlens-io-path",
+    "sanlens-latency-breakdown",
     "sanlens-ontap-cpu-domains",
     "sanlens-lun-volume",
     "sanlens-disks",
@@ -433,6 +434,16 @@ def expected_steps(th: Th = spec_default) -> dict[tuple[str, str], list[float]]:
         ("sanlens-disks", "Imbalance: coefficient of variation"): [th("disk_busy_imbalance", "cv")],
         ("sanlens-disks", "Imbalance: max / median"): [th("disk_busy_imbalance", "max_to_median")],
         ("sanlens-disks", "Busy per RAID group"): [busy],
+        ("sanlens-latency-breakdown", "Slowest subjects now (worst $topn)"): data,
+        ("sanlens-latency-breakdown", "Ops / ceiling"): [th("qos_throttle", "ceiling_used_ratio")],
+        ("sanlens-latency-breakdown", "QoS Max share of the workload's latency"): [
+            th("qos_throttle", "qos_max_share")
+        ],
+        ("sanlens-latency-breakdown", "Indirect share of the LUN's ops"): [th("indirect_io", "remote_share")],
+        ("sanlens-latency-breakdown", "Interconnect time per op"): data,
+        ("sanlens-latency-breakdown", "Cluster component share of the latency"): [
+            th("indirect_io", "cluster_share")
+        ],
     }
 
 
@@ -528,6 +539,33 @@ def test_io_path_repeats_one_row_per_lun() -> None:
     assert all('lun=~"$lun"' in t["expr"] or "threshold" in t["expr"] for p in inside for t in p["targets"])
 
 
+def test_latency_breakdown_stacks_each_subjects_waterfall_and_reads_both_diagnoses() -> None:
+    """One repeated row per slowest subject stacks its components in path order, named as the report
+    names them; the top-N table names each subject's dominant component; every evidence the two
+    diagnoses declare for a panel is drawn."""
+    from sanlens.diagnose.waterfall import NAMES, PARTS
+
+    d = DASHBOARDS["sanlens-latency-breakdown"]
+    rows = [p for p in d["panels"] if p["type"] == "row" and p.get("repeat") == "subject"]
+    assert len(rows) == 1
+    inside = [p for p, row in panels(d) if row is rows[0]]
+    stacked = next(p for p in inside if p["type"] == "timeseries")
+    assert stacked["fieldConfig"]["defaults"]["custom"]["stacking"]["mode"] == "normal"
+    assert stacked["targets"][0]["expr"].startswith("sum by (component) (sanlens_latency_component_seconds{")
+    assert all('subject=~"$subject"' in t["expr"] for p in inside for t in p["targets"])
+    shown = [
+        (o["matcher"]["options"], o["properties"][0]["value"]) for o in stacked["fieldConfig"]["overrides"]
+    ]
+    assert shown == [(part, NAMES[part]) for part in PARTS], "every part, in path order, by its name"
+    (table_,) = [p for p in leaf_panels(d) if p["type"] == "table"]
+    assert "topk by (subject) (1, sanlens_latency_component_seconds" in table_["targets"][1]["expr"]
+    text = _targets_text("sanlens-latency-breakdown")
+    drawn = set(re.findall(r'diagnosis="(qos_throttle|indirect_io)", evidence="(\w+)"', text))
+    for did in ("qos_throttle", "indirect_io"):
+        assert {(did, e.name) for e in REGISTRY[did].evidence} == {p for p in drawn if p[0] == did}, did
+    assert 'threshold="ceiling_used_ratio"' in text
+
+
 def test_cpu_domains_lun_volume_and_disks_answer_their_questions() -> None:
     cpu = _targets_text("sanlens-ontap-cpu-domains")
     assert 'domain="kahuna"' in cpu and "sanlens_ontap_node_cpu_busy_seconds_total" in cpu
@@ -548,7 +586,7 @@ def test_cpu_domains_lun_volume_and_disks_answer_their_questions() -> None:
 
 
 # ------------------------------------------------------------------ at scale
-SUBJECT_VARS = {"lun", "volume", "host", "aggregate"}
+SUBJECT_VARS = {"lun", "volume", "host", "aggregate", "subject"}
 
 
 @ids

@@ -192,7 +192,13 @@ def _qos_and_indirect(t: float) -> list[OntapView | HostView]:
     held = workload(
         iops=1990.0,
         latency_s=0.040,
-        components={"network": 0.0005, "cluster": 0.0003, "data": 0.0007, "qos_max": 0.035, "qos_min": 0.0035},
+        components={
+            "network": 0.0005,
+            "cluster": 0.0003,
+            "data": 0.0007,
+            "qos_max": 0.035,
+            "qos_min": 0.0035,
+        },
     )
     remote = lun(remote_iops=240.0)
     disk_ = mapped(optimized_paths=2, paths=4)

@@ -202,6 +202,12 @@ class OntapTarget(_Model):
     skip_incomplete_aggregation: bool = Field(
         default=True, description="Apply each table's partial-aggregation policy (false: keep every row)."
     )
+    qos_interval: Annotated[Duration | None, Field(ge=0, le=MAX_POLL_INTERVAL)] = Field(
+        default=None,
+        description="How often ONTAP's QoS tables (`schedule: qos` in the catalogue) and QoS workloads and "
+        "policies are read (default: 3 x poll_interval; 0 or poll_interval: every poll). The latest "
+        "QoS figures are kept between.",
+    )
     min_ops_for_latency: float = Field(
         default=1.0, ge=0, description="Fewer operations than this in an interval: no latency for it."
     )

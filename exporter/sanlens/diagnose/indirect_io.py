@@ -15,6 +15,7 @@ its workload's latency. Warning only: the fix is a path or placement change, rar
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, ms, of_lun, pct
@@ -91,14 +92,28 @@ READS = frozenset({"ontap", "hosts"})
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
     t = th[ID]
     hosts: dict[tuple[str, str, str], HostDiskStats] = ctx.mapped_luns
-    return [_judge(ctx, t, lun, hosts.get((lun.cluster, lun.svm, lun.lun))) for lun in ctx.luns()]
+    per_volume = Counter((lun.cluster, lun.svm, lun.volume) for lun in ctx.luns())
+    return [
+        _judge(
+            ctx,
+            t,
+            lun,
+            hosts.get((lun.cluster, lun.svm, lun.lun)),
+            per_volume[(lun.cluster, lun.svm, lun.volume)],
+        )
+        for lun in ctx.luns()
+    ]
 
 
-def _judge(ctx: Context, t: Mapping[str, float], lun: LunStats, disk: HostDiskStats | None) -> Observation:
+def _judge(
+    ctx: Context, t: Mapping[str, float], lun: LunStats, disk: HostDiskStats | None, volume_luns: int
+) -> Observation:
     ops = total(lun.read_iops, lun.write_iops, lun.other_iops)
     remote = num(lun.remote_iops)
     share = remote / ops if remote is not None and ops else None
     w = ctx.qos_workload(lun.cluster, lun.svm, lun.volume, lun.lun)
+    if w is not None and w.lun != lun.lun and volume_luns > 1:
+        w = None  # a volume's workload speaks for all its LUNs: not for which of them crosses the interconnect
     cl = w.components.get("cluster") if w is not None and w.components else None
     cl_share = cl / w.latency_s if cl is not None and w is not None and w.latency_s else None
     busy = ops is not None and ops >= t["min_iops"]

@@ -60,7 +60,7 @@ SPEC = DiagnosisSpec(
     ),
     sustain_s=600.0,
     exit_s=600.0,
-    severity={1: "ops within 15 % of the ceiling", 2: "QoS Max dominates the latency"},
+    severity={1: "ops within 15 % of the ceiling, or QoS Max dominates the latency", 2: "QoS Max dominates"},
     fix=(
         "Raise or remove the QoS ceiling (qos policy-group modify -max-throughput), or move the workload "
         "to a policy that fits its demand; a shared ceiling is divided among all its workloads."

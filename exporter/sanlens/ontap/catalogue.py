@@ -54,6 +54,9 @@ _COOKED_UNIT = {
     "percent": "percent",
 }
 PARTIAL_POLICIES = ("skip", "keep")
+# when a table is read: "" every poll; "qos" on the target's QoS schedule (``qos_interval``), for
+# ONTAP's QoS tables, whose rows are many and whose figures change slowly enough
+SCHEDULES = ("", "qos")
 
 
 def unit_scale(unit: str) -> float:
@@ -174,6 +177,7 @@ class TableDef:
     source: str = ""  # where the counters' types, units and meanings were checked
     view: str = ""  # the OntapView rows it feeds (luns, volumes, nodes, disks, fc_ports, lifs)
     harvest: HarvestDef | None = None  # how NetApp Harvest exports it; None when sanlens reads none
+    schedule: str = ""  # "" every poll; "qos" on the target's QoS schedule
 
     @property
     def harvest_counters(self) -> tuple[CounterDef, ...]:
@@ -239,6 +243,9 @@ def parse_table(doc: Any, where: str) -> TableDef:
     policy = str(doc.get("partial_aggregation", "skip"))
     if policy not in PARTIAL_POLICIES:
         raise _fail(f"{where}.partial_aggregation", f"expected one of {PARTIAL_POLICIES}, got {policy!r}")
+    schedule = str(doc.get("schedule", ""))
+    if schedule not in SCHEDULES:
+        raise _fail(f"{where}.schedule", f"expected one of {SCHEDULES}, got {schedule!r}")
     labels = []
     for name, src in (doc.get("labels") or {}).items():
         if not isinstance(src, dict) or "from" not in src:
@@ -321,6 +328,7 @@ def parse_table(doc: Any, where: str) -> TableDef:
         source=str(doc.get("source", "")),
         view=str(doc.get("view", "")),
         harvest=parse_harvest(doc.get("harvest"), counters, f"{where}.harvest", doc["table"]),
+        schedule=schedule,
     )
 
 

@@ -23,7 +23,7 @@ from sanlens.config import OntapTarget
 from sanlens.errors import SourceError
 from sanlens.freshness import ReceiveClock
 from sanlens.model import LunIdentity, MetricType, OntapVersion, Snapshot
-from sanlens.ontap import collector_metrics, statistics
+from sanlens.ontap import collector_metrics, qos_views, statistics
 from sanlens.ontap.capabilities import ASA_R2, Capabilities, personality
 from sanlens.ontap.catalogue import TableDef, catalogue, unit_scale
 from sanlens.ontap.client import POOL_SIZE, OntapClient, OntapNotFound
@@ -38,7 +38,7 @@ from sanlens.ontap.cooking import (
 )
 from sanlens.ontap.counter_json import parse_schema_doc, record_problem, rows_from_response
 from sanlens.ontap.inputs import status
-from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_static
+from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_qos, fetch_static
 from sanlens.ontap.views import build_view, table_fields
 
 __all__ = ["CLUSTER_INFO_HELP", "MALFORMED_HELP", "OntapSource"]
@@ -98,6 +98,9 @@ class OntapSource:
         self._prev: dict[str, tuple[float, dict[str, CounterRow]]] = {}
         self._fallback = False  # this poll reads the objects' statistics fields, not the counter tables
         self.caps = Capabilities(self.name)
+        # QoS tables and endpoints run on a schedule of their own; the view keeps the last QoS figures
+        every = 3 * self.interval if target.qos_interval is None else float(target.qos_interval)
+        self.qos = qos_views.QosState(every, self.interval / 2)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -167,6 +170,14 @@ class OntapSource:
                 ),
             )
         self._fetched_at = {}
+        # QoS is read with its tables (the statistics fields carry none), on its own schedule
+        has_qos = any(self.specs[t].schedule for t in self.target.tables)
+        qos_due = has_qos and not self._fallback and self.qos.due(now)
+        qos_inv = (
+            self._pool.submit(fetch_qos, self.client, self.inventory, self.caps, _release(version))
+            if qos_due
+            else None
+        )
         dynamic = self._pool.submit(
             fetch_dynamic,
             self.client,
@@ -176,9 +187,8 @@ class OntapSource:
             self.caps,
             _release(version),
         )
-        tables = (
-            {} if self._fallback else {t: self._pool.submit(self._table_rows, t) for t in self.target.tables}
-        )
+        polled = [t for t in self.target.tables if qos_due or not self.specs[t].schedule]
+        tables = {} if self._fallback else {t: self._pool.submit(self._table_rows, t) for t in polled}
         rows = self._fetch_rows(dynamic.result(), tables)
         ts = self.clock()
         cooked: list[CookedTable] = []
@@ -187,9 +197,22 @@ class OntapSource:
             # each table's rows against the time they arrived: one poll timestamp taken after the
             # last table would stretch the earlier tables' intervals and understate their rates
             dt = self._cook(table, trows, self._fetched_at.get(table, ts), cooked)
-            interval = interval or dt
-        metrics = collector_metrics.render(self, rows)
-        view = build_view(self.name, ts, interval, self.version, table_fields(cooked), self.inventory)
+            interval = interval or (None if self.specs[table].schedule else dt)
+        if qos_inv is not None:
+            qos_inv.result()
+            qos_cooked = {t.table: t for t in cooked if self.specs[t.table].schedule}
+            self.qos.update(self.name, now, self.inventory, rows, qos_cooked)
+        metrics = collector_metrics.render(self, {**rows, **self.qos.rows})
+        view = build_view(
+            self.name,
+            ts,
+            interval,
+            self.version,
+            table_fields(t for t in cooked if not self.specs[t.table].schedule),
+            self.inventory,
+            self.qos.workloads,
+            self.qos.policies,
+        )
         inputs = status(
             self.caps.personality,
             "statistics" if self._fallback else "tables",
@@ -220,7 +243,9 @@ class OntapSource:
                     out[table] = future.result()
                 except OntapNotFound as e:
                     absent[table] = e
-            self.tables_missing = set(absent) if out or self.target.collection == "tables" else set()
+            # a table not read this poll (QoS, off its schedule) keeps what its last read found
+            kept = {t for t in self.tables_missing if t not in tables}
+            self.tables_missing = (set(absent) | kept) if out or self.target.collection == "tables" else set()
             if out or self.target.collection == "tables":
                 # tables missing on a release that has the others: only what needs them is lost
                 for table, missing in absent.items():
@@ -288,9 +313,10 @@ class OntapSource:
         rows: list[CounterRow] = []
         problems: Counter[str] = Counter()
         seen = 0
+        params = {"fields": "properties,counters", "counters.name": "|".join(wanted)}
         for page in self.client.pages(
             f"/api/cluster/counter/tables/{quote(table, safe='')}/rows",
-            {"fields": "properties,counters", "counters.name": "|".join(wanted)},
+            {**params, **qos_views.row_filter(table)},
         ):
             try:
                 got = rows_from_response({"records": page}, table, table, first=seen)
@@ -368,7 +394,9 @@ class OntapSource:
             prevs.append(p)
             curs.append(r)
             dts.append(row_dt)
-        out.append(cook_table(table, prevs, curs, dts, schemas, self.target.min_ops_for_latency))
+        # a centre's service and wait times count however few its visits: its share needs them all
+        min_ops = 0.0 if table in qos_views.DETAIL_TABLES else self.target.min_ops_for_latency
+        out.append(cook_table(table, prevs, curs, dts, schemas, min_ops))
         return dt
 
     def emit_plan(self, table: str) -> list[_Emit]:

@@ -132,8 +132,11 @@ def render(src: OntapSource, rows: Mapping[str, list[CounterRow]]) -> tuple[Metr
         if node not in procs_from_table and n["processors"] is not None:
             b.add("sanlens_ontap_node_processors", "gauge", "Processors in the node.",
                   {"cluster": c, "node": node}, float(n["processors"]))  # fmt: skip
+    _qos(b, src)
     for table, trows in rows.items():
         tdef = src.specs[table]
+        if not tdef.metrics:  # read for the diagnoses only (qos_detail*: far too many rows to export)
+            continue
         plan = src.emit_plan(table)
         exported = tdef.export_labels
         skip = partial.get(table, frozenset())
@@ -155,3 +158,39 @@ def render(src: OntapSource, rows: Mapping[str, list[CounterRow]]) -> tuple[Metr
                     skey = (*vals0, by) if by is not None else vals0
                     b.add_tuple(fam, mtype, help_, lnames, skey, cv * scale)
     return b.build()
+
+
+# a policy's limits, exported as gauges: (family, QosPolicy field, help)
+_POLICY_LIMITS = (
+    ("sanlens_ontap_qos_policy_max_ops_per_second", "max_iops",
+     "Fixed QoS policy's ceiling, ops/s (for each workload, or their sum when shared)."),
+    ("sanlens_ontap_qos_policy_max_bytes_per_second", "max_bytes_s",
+     "Fixed QoS policy's throughput ceiling, bytes/s (ONTAP's MB/s are MiB/s)."),
+    ("sanlens_ontap_qos_policy_min_ops_per_second", "min_iops", "Fixed QoS policy's floor, ops/s."),
+    ("sanlens_ontap_qos_policy_peak_ops_per_second_per_terabyte", "peak_iops_per_tb",
+     "Adaptive QoS policy's ceiling per TB of each workload's allocated or used space (peak_iops)."),
+    ("sanlens_ontap_qos_policy_expected_ops_per_second_per_terabyte", "expected_iops_per_tb",
+     "Adaptive QoS policy's floor per TB of each workload's allocated space (expected_iops)."),
+    ("sanlens_ontap_qos_policy_absolute_min_ops_per_second", "absolute_min_iops",
+     "Adaptive QoS policy's least ceiling, whatever the workload's size (absolute_min_iops)."),
+)  # fmt: skip
+
+
+def _qos(b: MetricBuilder, src: OntapSource) -> None:
+    """The QoS workloads' identities and the policies' limits, from the last QoS poll (the workloads'
+    ops and latency are the ``qos`` table's counters; where their latency goes is not exported)."""
+    c = src.name
+    for w in src.qos.workloads:
+        b.add("sanlens_ontap_qos_workload_info", "gauge",
+              "ONTAP QoS workload: the volume or LUN it is, and its policy ('' : none).",
+              {"cluster": c, "svm": w.svm, "workload": w.workload, "volume": w.volume, "lun": w.lun,
+               "policy": w.policy}, 1)  # fmt: skip
+    for p in src.qos.policies:
+        key = {"cluster": c, "svm": p.svm, "policy": p.name}
+        b.add("sanlens_ontap_qos_policy_info", "gauge",
+              "ONTAP QoS policy group: fixed or adaptive, and whether its workloads share one ceiling.",
+              {**key, "kind": p.kind, "shared": "true" if p.shared else "false"}, 1)  # fmt: skip
+        for fam, attr, help_ in _POLICY_LIMITS:
+            v = getattr(p, attr)
+            if v is not None:
+                b.add(fam, "gauge", help_, key, float(v))

@@ -29,6 +29,8 @@ ENDPOINTS = (
     "/api/network/ip/interfaces",
     "/api/network/ethernet/ports",
     "/api/storage/availability-zones",
+    "/api/storage/qos/policies",
+    "/api/storage/qos/workloads",
 )
 
 

@@ -46,6 +46,9 @@ class Inventory:
     ip_lifs: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     eth_ports: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (node, port) -> info
     zones: dict[str, str] = field(default_factory=dict)  # node -> ASA r2 storage availability zone
+    # QoS, read on the QoS schedule: workload uuid -> identity; policy records as ONTAP gives them
+    qos_workloads: dict[str, dict[str, str]] = field(default_factory=dict)
+    qos_policies: list[dict[str, Any]] = field(default_factory=list)
     personality: str = UNIFIED
 
 
@@ -71,6 +74,10 @@ NAMESPACE_FIELDS = "name,uuid,svm.name,location.volume.name,location.node.name,o
 IP_LIF_FIELDS = "name,svm.name,location.node.name,location.port.name,services,state"
 ETH_PORT_FIELDS = "name,node.name,speed,state"
 ZONE_FIELDS = "name,nodes.name"
+QOS_WORKLOAD_FIELDS = "uuid,name,workload_class,wid,policy.name,policy.uuid,svm.name,volume,lun,file,qtree"
+QOS_POLICY_FIELDS = "uuid,name,svm.name,pgid,policy_class,object_count,scope,fixed,adaptive"
+QOS_WORKLOADS = "/api/storage/qos/workloads"
+QOS_POLICIES = "/api/storage/qos/policies"
 # the data services of the IP LIFs a SAN front end uses, and the protocol each serves
 SAN_SERVICES = {"data_iscsi": "iscsi", "data_nvme_tcp": "nvme_tcp"}
 
@@ -277,3 +284,38 @@ def fetch_fc_ports(client: OntapClient) -> dict[tuple[str, str], dict[str, Any]]
             "max_speed_gbps": _g(r, "speed.maximum", None),
         }
     return out
+
+
+def fetch_qos(client: OntapClient, inv: Inventory, caps: Capabilities, release: str = "") -> None:
+    """QoS workloads and policies, on the QoS schedule. Either may be refused (an older release, a
+    role without QoS): then only what needs it is lost, and the refusal is reported as any other."""
+    inv.qos_workloads = caps.optional(QOS_WORKLOADS, lambda: _qos_workloads(client), {}, release)
+    no_policies: list[dict[str, Any]] = []
+    inv.qos_policies = caps.optional(
+        QOS_POLICIES,
+        lambda: list(client.records(QOS_POLICIES, {"fields": QOS_POLICY_FIELDS})),
+        no_policies,
+        release,
+    )
+
+
+def _qos_workloads(client: OntapClient) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for r in client.records(QOS_WORKLOADS, {"fields": QOS_WORKLOAD_FIELDS}):
+        name = str(r.get("name", ""))
+        out[str(r.get("uuid") or name)] = {
+            "name": name,
+            "class": str(r.get("workload_class", "")),
+            "wid": str(r.get("wid", "")),
+            "policy": str(_g(r, "policy.name")),
+            "svm": str(_g(r, "svm.name")),
+            **{k: _name_of(r.get(k)) for k in ("volume", "lun", "file", "qtree")},
+        }
+    return out
+
+
+def _name_of(v: object) -> str:
+    """A workload's volume, LUN, file or qtree: a name, or an object carrying one."""
+    if isinstance(v, Mapping):
+        return str(v.get("name") or v.get("path") or "")
+    return "" if v is None else str(v)

@@ -31,6 +31,7 @@ from sanlens.model import (
 from sanlens.ontap.catalogue import TableDef, catalogue
 from sanlens.ontap.cooking import Cooked, CookedTable, CounterRow
 from sanlens.ontap.inventory import Inventory
+from sanlens.qos import QosPolicy, QosWorkload
 
 # (row, its cooked values by view field), as table_fields and row_fields yield them
 FieldRows = Iterable[tuple[CounterRow, dict[str, Any]]]
@@ -265,8 +266,11 @@ def build_view(
     version: OntapVersion | None,
     cooked: FieldRows,
     inventory: Inventory | None = None,
+    qos_workloads: tuple[QosWorkload, ...] = (),
+    qos_policies: tuple[QosPolicy, ...] = (),
 ) -> OntapView:
-    """The view of cooked rows, each in the rows its table's ``view`` names, and the inventory's."""
+    """The view of cooked rows, each in the rows its table's ``view`` names, and the inventory's;
+    the QoS workloads and policies come cooked (``ontap.qos_views``), from the last QoS poll."""
     cat = catalogue()
     inv = inventory or Inventory()
     ctx = _Ctx(
@@ -293,6 +297,8 @@ def build_view(
         aggregates=_aggregates(cluster, inv),
         background_ops=(*inv.raid_ops, *_moves(cluster, inv)),
         personality=inv.personality,
+        qos_workloads=qos_workloads,
+        qos_policies=qos_policies,
         **kinds,
     )
 
