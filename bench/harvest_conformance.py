@@ -3,10 +3,11 @@
 
 Starts the simulator (HTTPS, in this process, logging every request), writes a ``harvest.yml``
 for one poller with the Rest (Aggregate, Disk, Lun, Node, Volume, Status, LIF, NetPort, Namespace,
-FCP, Cluster), RestPerf (Disk, Lun, SystemNode, FcpPort, FcpLif, ISCSI, NVMfLif, Namespace, WAFL;
-data every 20 s) and KeyPerf (Volume; data every 20 s) collectors: Harvest's objects for
-everything sanlens models (RestPerf's ``lif`` and ``nic_common`` tables are not read by sanlens),
-runs Harvest's ``bin/poller`` for ``--seconds`` and then reports, per object:
+FCP, Cluster, and QoS: QosPolicyFixed, QosPolicyAdaptive, QosWorkload from the private CLI),
+RestPerf (Disk, Lun, SystemNode, FcpPort, FcpLif, ISCSI, NVMfLif, Namespace, WAFL, and QoS:
+Workload, WorkloadVolume; data every 20 s) and KeyPerf (Volume; data every 20 s) collectors:
+Harvest's objects for everything sanlens models (RestPerf's ``lif`` and ``nic_common`` tables are
+not read by sanlens), runs Harvest's ``bin/poller`` for ``--seconds`` and then reports, per object:
 
 - requests the simulator refused (any 4xx/5xx, a 404 above all);
 - the poller's error and warning lines, and lines that speak of missing or unknown things;
@@ -14,7 +15,11 @@ runs Harvest's ``bin/poller`` for ``--seconds`` and then reports, per object:
   simulator), but for the few the simulated estate has nothing to put in (``NOT_APPLICABLE``);
 - the metric families its Prometheus page must hold (``lun_labels`` with ``serial_hex`` equal to
   the hex of each LUN serial, ``volume_labels``, ``aggr_labels``, ``disk_labels``, ``node_labels``,
-  KeyPerf's ``volume_read_ops``, ...).
+  KeyPerf's ``volume_read_ops``, ...); for QoS, each workload ONTAP lists on ``qos_ops`` under its
+  svm, volume, LUN and policy group, and each fixed policy's ceiling on ``qos_policy_fixed_labels``.
+
+Harvest's Workload and WorkloadVolume templates poll every 3 min; the run uses copies made from the
+checkout on the collector's 20 s schedule (``RESCHEDULED``; the sidecar names them).
 
 With ``--prometheus`` (default ``/usr/bin/prometheus`` when present) a real Prometheus scrapes the
 poller and the families are looked up through its query API as well.
@@ -59,8 +64,13 @@ from typing import Any
 
 from sanlens_sim.server import Simulator
 
-OBJECTS = ("Aggregate", "Disk", "Lun", "Node", "Volume", "LIF", "NetPort", "Namespace", "FCP", "Cluster")
-ASA_R2_OBJECTS = (*(o for o in OBJECTS if o != "Aggregate"), "StorageUnit", "AvailabilityZone")
+QOS_OBJECTS = ("WorkloadVolume", "Workload", "QosPolicyFixed", "QosPolicyAdaptive", "QosWorkload")
+OBJECTS = (
+    "Aggregate", "Disk", "Lun", "Node", "Volume", "LIF", "NetPort", "Namespace", "FCP", "Cluster", *QOS_OBJECTS,
+)  # fmt: skip
+ASA_R2_OBJECTS = (
+    *(o for o in OBJECTS if o not in ("Aggregate", *QOS_OBJECTS)), "StorageUnit", "AvailabilityZone",
+)  # fmt: skip
 
 # The simulator's request paths and the objects whose polls send them.
 PATH_OBJECT = {
@@ -89,6 +99,15 @@ PATH_OBJECT = {
     "/api/cluster": "Cluster",
     "/api/storage/storage-units": "StorageUnit",
     "/api/storage/availability-zones": "AvailabilityZone",
+    "/api/private/cli/qos/policy-group": "QosPolicyFixed",
+    "/api/private/cli/qos/adaptive-policy-group": "QosPolicyAdaptive",
+    "/api/private/cli/qos/workload": "QosWorkload",
+    # RestPerf's Workload and WorkloadVolume both list their instances here (by workload_class)
+    "/api/storage/qos/workloads": "Workload",
+    "/api/cluster/counter/tables/qos": "Workload",
+    "/api/cluster/counter/tables/qos/rows": "Workload",
+    "/api/cluster/counter/tables/qos_volume": "WorkloadVolume",
+    "/api/cluster/counter/tables/qos_volume/rows": "WorkloadVolume",
 }
 
 # Fields Harvest asks for that do not apply to anything in the simulated estate, so ONTAP leaves
@@ -116,6 +135,8 @@ NOT_APPLICABLE = {
     "/api/storage/namespaces": {"subsystem_map", "subsystem_map.nsid", "subsystem_map.subsystem.name"},
     # LIFs given their addresses directly have no subnet; physical ports have no LAG or VLAN part
     "/api/network/ip/interfaces": {"subnet.name"},
+    # no QoS workload is set on a file or a qtree
+    "/api/private/cli/qos/workload": {"file", "qtree"},
     "/api/network/ethernet/ports": {
         "lag.active_ports.name",
         "lag.distribution_policy",
@@ -176,7 +197,90 @@ def expected_families(sim_url: str, ctx: ssl.SSLContext, asa_r2: bool) -> dict[s
         out["FCP"] = ("fcp_labels",) if asa_r2 else ("fcp_labels", "fcp_read_data", "fcp_lif_read_ops")
     if replay(sim_url, "/api/storage/namespaces?fields=name", ctx):
         out["Namespace"] = ("namespace_labels", "namespace_read_ops", "namespace_avg_read_latency")
+    if not asa_r2:
+        out.update(qos_families(sim_url, ctx))
     return out
+
+
+QOS_PERF = (
+    "qos_ops",
+    "qos_latency",
+    "qos_read_ops",
+    "qos_write_ops",
+    "qos_read_latency",
+    "qos_write_latency",
+)
+AUTOVOLUME = re.compile(r"-wid\d+$")
+
+
+def qos_families(sim_url: str, ctx: ssl.SSLContext) -> dict[str, tuple[str, ...]]:
+    """The QoS objects' families, for the workloads and policy groups the simulated estate has.
+
+    RestPerf Workload and WorkloadVolume both export as object ``qos`` (``qos_ops`` ...), told apart
+    by ``check_qos``; the Rest QoS objects export their plugins' metrics beside their ``_labels``."""
+    out: dict[str, tuple[str, ...]] = {}
+    classes = {
+        r.get("workload_class")
+        for r in replay(sim_url, "/api/storage/qos/workloads?fields=workload_class", ctx)
+    }
+    if classes & {"user_defined", "system_defined"}:
+        out["Workload"] = QOS_PERF
+    if "autovolume" in classes:
+        out["WorkloadVolume"] = QOS_PERF
+    if classes:
+        out["QosWorkload"] = ("qos_workload_labels",)
+    if replay(sim_url, "/api/private/cli/qos/policy-group?fields=policy_group", ctx):
+        out["QosPolicyFixed"] = ("qos_policy_fixed_labels", "qos_policy_fixed_max_throughput_iops")
+    if replay(sim_url, "/api/private/cli/qos/adaptive-policy-group?fields=policy_group", ctx):
+        out["QosPolicyAdaptive"] = ("qos_policy_adaptive_labels", "qos_policy_adaptive_peak_iops")
+    return out
+
+
+def check_qos(text: str, sim_url: str, ctx: ssl.SSLContext, report: Report) -> None:
+    """Each workload ONTAP lists is on ``qos_ops`` under its name, svm, volume and policy group (an
+    autovolume workload from WorkloadVolume, the others from Workload), and each fixed policy's IOPS
+    ceiling and sharing are on ``qos_policy_fixed_labels`` as its REST record gives them."""
+    fams = parse_families(text)
+    ops = {lv.get("workload", ""): lv for lv in fams.get("qos_ops", [])}
+    fields = "name,workload_class,svm.name,volume,lun,policy.name"
+    for w in replay(sim_url, f"/api/storage/qos/workloads?fields={fields}", ctx):
+        obj = "WorkloadVolume" if w.get("workload_class") == "autovolume" else "Workload"
+        lv = ops.get(w.get("name", ""))
+        if lv is None:
+            report.missing_families[obj].append(f"qos_ops{{workload={w.get('name')!r}}}: absent")
+            continue
+        want = {
+            "svm": w.get("svm", {}).get("name", ""),
+            "volume": w.get("volume", ""),  # ONTAP's workload names its volume and LUN path as strings
+            "lun": w.get("lun", ""),
+            "policy_group": w.get("policy", {}).get("name", ""),
+        }
+        for k, v in want.items():
+            if v and lv.get(k) != v:
+                report.missing_families[obj].append(
+                    f"qos_ops{{workload={w['name']!r}}}: {k} {lv.get(k)!r}, want {v!r}"
+                )
+    fixed = {(lv.get("svm", ""), lv.get("name", "")): lv for lv in fams.get("qos_policy_fixed_labels", [])}
+    for p in replay(sim_url, "/api/storage/qos/policies?fields=name,svm.name,fixed", ctx):
+        f = p.get("fixed") or {}
+        if not f:
+            continue
+        lv = fixed.get((p.get("svm", {}).get("name", ""), p.get("name", "")))
+        if lv is None:
+            report.missing_families["QosPolicyFixed"].append(
+                f"qos_policy_fixed_labels{{name={p.get('name')!r}}}: absent"
+            )
+            continue
+        iops = f.get("max_throughput_iops") or 0
+        want = {
+            "max_throughput_iops": str(iops) if iops else None,
+            "capacity_shared": str(bool(f.get("capacity_shared"))).lower(),
+        }
+        for k, v in want.items():
+            if lv.get(k) != v and not (v is None and not lv.get(k)):
+                report.missing_families["QosPolicyFixed"].append(
+                    f"qos_policy_fixed_labels{{name={p['name']!r}}}: {k} {lv.get(k)!r}, want {v!r}"
+                )
 
 
 LOG_SUSPECT = re.compile(r"\b(404|not found|missing|unknown|no best-fit|failed|invalid)\b", re.IGNORECASE)
@@ -293,6 +397,9 @@ TEMPLATES: Templates = {
                 ("Namespace", "namespace.yaml"),
                 ("FCP", "fcp.yaml"),
                 ("Cluster", "cluster.yaml"),
+                ("QosPolicyFixed", "qos_policy_fixed.yaml"),
+                ("QosPolicyAdaptive", "qos_policy_adaptive.yaml"),
+                ("QosWorkload", "qos_workload.yaml"),
             )
         },
     ),
@@ -309,6 +416,8 @@ TEMPLATES: Templates = {
             "NVMfLif": "nvmf_lif.yaml",
             "Namespace": "namespace.yaml",
             "WAFL": "wafl.yaml",
+            "Workload": "workload.yaml",
+            "WorkloadVolume": "workload_volume.yaml",
         },
     ),
     "keyperf": ("KeyPerf", "20s", {"Volume": "volume.yaml"}),
@@ -323,7 +432,7 @@ ASA_R2_TEMPLATES: Templates = {
         "Rest",
         "30s",
         {
-            **{o: f for o, f in TEMPLATES["rest"][2].items() if o != "Aggregate"},
+            **{o: f for o, f in TEMPLATES["rest"][2].items() if o not in ("Aggregate", *QOS_OBJECTS)},
             "AvailabilityZone": "availability_zone.yaml",
             "StorageUnit": "storage_unit.yaml",
         },
@@ -343,7 +452,29 @@ ASA_R2_TEMPLATES: Templates = {
 }
 
 
-def write_config(work: Path, sim_port: int, prom_port: int, templates: Templates | None = None) -> Path:
+# Harvest's QoS performance templates poll every 3 min (their own ``schedule``, which wins over the
+# collector's): the run uses a copy of each, made from the checkout at run time, on the collector's
+# data schedule, so three data polls fit in minutes. Nothing else in them changes.
+RESCHEDULED = {("restperf", "workload.yaml"), ("restperf", "workload_volume.yaml")}
+_SCHEDULE = re.compile(r"^schedule:\n(?:[ \t]+-.*\n)+", re.MULTILINE)
+
+
+def reschedule(harvest: Path, work: Path, folder: str, name: str, every: str) -> str:
+    """A copy of Harvest's template ``name`` (its 9.12.0 version) on the data schedule ``every``;
+    returns the copy's file name, which the collector's object list names instead."""
+    src = harvest / "conf" / folder / "9.12.0" / name
+    text, n = _SCHEDULE.subn(f"schedule:\n  - instance: 10m\n  - data: {every}\n", src.read_text())
+    if n != 1:
+        sys.exit(f"{src}: no schedule block to replace")
+    out = work / "conf" / folder / "9.12.0" / f"sanlens_{name}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return out.name
+
+
+def write_config(
+    work: Path, sim_port: int, prom_port: int, templates: Templates | None = None, harvest: Path | None = None
+) -> Path:
     templates = TEMPLATES if templates is None else templates
     collectors = "".join(
         f"      - {c}:\n          - sanlens.yaml\n" for c, _every, _objs in templates.values()
@@ -355,7 +486,10 @@ def write_config(work: Path, sim_port: int, prom_port: int, templates: Templates
         if collector == "RestPerf":
             lines.append("  - instance: 10m")
         lines += [f"  - data: {every}", "objects:"]
-        lines += [f"  {o}: {f}" for o, f in objects.items()]
+        lines += [
+            f"  {o}: {reschedule(harvest, work, folder, f, every) if harvest and (folder, f) in RESCHEDULED else f}"
+            for o, f in objects.items()
+        ]
         (d / "sanlens.yaml").write_text("\n".join(lines) + "\n")
     cfg = work / "harvest.yml"
     cfg.write_text(
@@ -527,13 +661,13 @@ def scan_log(log: str, report: Report) -> None:
         debug = "level=DEBUG" in line or " DBG " in line
         if debug and not re.search(r"\b(404|StatusCode: [45]\d\d)\b", line):
             continue  # debug lines name templates, rules and counters freely; keep refused requests
-        obj = next((o for o in (*OBJECTS, "SystemNode") if f":{o}" in line or f"object={o}" in line), "other")
+        obj = next((o for o in (*OBJECTS, "SystemNode") if re.search(rf"(:|object=){o}\b", line)), "other")
         report.log_lines["Node" if obj == "SystemNode" else obj].append(line.strip()[:400])
 
 
 # ------------------------------------------------------------------ capture
 # Families a page may lose when too large: none whose name starts with one of these.
-KEEP_PREFIXES = ("lun_", "volume_", "node_", "fcp_", "aggr_", "disk_", "cluster_", "metadata_")
+KEEP_PREFIXES = ("lun_", "volume_", "node_", "fcp_", "aggr_", "disk_", "cluster_", "metadata_", "qos_")
 PERF_OBJECTS = ("lun", "system:node", "fcp_lif", "keyperf:volume")
 
 
@@ -611,6 +745,7 @@ def capture(
         "harvest_version": m.group(1) if m else None,
         "collectors": {c: sorted(objs) for c, _every, objs in TEMPLATES.values()},
         "schedules": {c: {"data": every} for c, every, _objs in TEMPLATES.values()},
+        "rescheduled_templates": sorted(f"{folder}/9.12.0/{name}" for folder, name in RESCHEDULED),
         "simulator_scenario": scenario,
         "simulator_knobs": knobs,
         "ontap_version": sim_state.get("ontap_version"),
@@ -669,7 +804,7 @@ def main(argv: list[str] | None = None) -> int:
     about = json.loads(fetch(sim.url + "/api/cluster?fields=san_optimized,disaggregated", ctx))
     asa_r2 = bool(about.get("san_optimized") and about.get("disaggregated"))
     objects = ASA_R2_OBJECTS if asa_r2 else OBJECTS
-    cfg = write_config(work, sim.port, prom_port, ASA_R2_TEMPLATES if asa_r2 else TEMPLATES)
+    cfg = write_config(work, sim.port, prom_port, ASA_R2_TEMPLATES if asa_r2 else TEMPLATES, harvest)
     procs: list[subprocess.Popen[bytes]] = []
     report = Report()
     try:
@@ -732,6 +867,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         expected = expected_families(sim.url, ctx, asa_r2)
         check_page(page, serial_hex, expected, report)
+        if not asa_r2:
+            check_qos(page, sim.url, ctx, report)
         if prom_api:
             check_prometheus(prom_api, expected, report)
         stop(poller_proc)

@@ -12,26 +12,36 @@ import pytest
 from tests.joining import joined
 
 from golden import Clock
-from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
+from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.hosts.registry import make_host_source
 from sanlens.join.directory import LunDirectory, LunIdentity
 from sanlens.model import OntapView, Snapshot
+from sanlens.ontap.catalogue import catalogue
 from sanlens.ontap.collector import OntapSource
 from sanlens_sim.server import Simulator
 
 T0 = 1_700_000_000.0
 
 
-def rest_view(scenario: str, knobs: dict[str, Any], with_inventory: bool = False) -> Any:
-    """The REST collector's cooked view of the same simulated cluster (two polls a minute apart):
-    (view, cluster), and its namespace inventory (svm, lun path, uuid, ...) ``with_inventory``."""
+def rest_view(scenario: str, knobs: dict[str, Any], with_inventory: bool = False, qos: bool = False) -> Any:
+    """The REST collector's cooked view of the same simulated cluster (polls a minute apart):
+    (view, cluster), and its namespace inventory (svm, lun path, uuid, ...) ``with_inventory``.
+
+    ``qos``: with the QoS tables, read at every poll (each read folded by the poll after it, so three
+    polls give the breakdown); without, none (a Harvest page recorded without Harvest's QoS objects
+    is compared with a REST view without them)."""
     clock = Clock(T0)
     with Simulator(scenario=scenario, clock=clock, **knobs) as sim:
-        src = OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url))
+        tables = [t for t, d in catalogue().items() if d.rest and (qos or not d.schedule)]
+        src = OntapSource(
+            OntapTarget(name=sim.cluster_name, url=sim.url, tables=tables, qos_interval=Duration(0))
+        )
         src.clock = clock  # type: ignore[assignment]
-        src.poll()
-        clock.t += 60.0
+        for _ in range(2 if qos else 1):
+            src.poll()
+            src.qos_reader.wait(60)
+            clock.t += 60.0
         view = src.poll().view
         src.close()
     assert isinstance(view, OntapView)

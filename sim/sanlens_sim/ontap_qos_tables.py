@@ -176,12 +176,31 @@ def _properties(table: QosTable, obj: Workload | Centre) -> list[Json]:
     return [{"name": k, "value": v} for k, v in qos_world.row_properties(obj, table.centre_prop).items()]
 
 
-def _keep(table: QosTable, objs: list[Any], query: Mapping[str, str]) -> list[Any]:
+# The last filtered rows per (world, table, filter): a client pages through one filtered collection
+# with the same filter, and filtering 40,000 detail rows again for each of its pages took minutes.
+_KEPT: dict[tuple[Any, ...], tuple[World, list[Any]]] = {}
+
+
+def _keep(w: World, table: QosTable, objs: list[Any], query: Mapping[str, str]) -> list[Any]:
     """The rows that pass the request's filters (``id``, ``query``/``query_fields``, any field)."""
     conds = ontap_query.filters(query)
     text = query.get("query")
     if not conds and text is None:
         return objs
+    key = (id(w), table.name, tuple(sorted(conds.items())), text, query.get("query_fields"))
+    hit = _KEPT.get(key)
+    if hit is not None and hit[0] is w:
+        return hit[1]
+    if len(_KEPT) > 64:
+        _KEPT.clear()
+    out = _filter(table, objs, conds, text, query)
+    _KEPT[key] = (w, out)
+    return out
+
+
+def _filter(
+    table: QosTable, objs: list[Any], conds: Mapping[str, str], text: str | None, query: Mapping[str, str]
+) -> list[Any]:
     fields = [f.strip() for f in query.get("query_fields", "id,properties.value").split(",") if f.strip()]
     out = []
     for o in objs:
@@ -207,13 +226,37 @@ def rows(
     """One page of a QoS table's rows at time ``t``: the catalogue's counters when it declares the
     table (:func:`sanlens_sim.ontap_tables.rows`), else ONTAP's own."""
     table = _table(w, name, opts.missing_table)
-    objs: list[Any] = _keep(table, list(qos_world.table_objects(w, table.detail, table.volume_only)), query)
+    objs: list[Any] = _keep(
+        w, table, list(qos_world.table_objects(w, table.detail, table.volume_only)), query
+    )
     build: Callable[[list[Any]], list[Json]]
     if name in ontap_tables.TABLES:
-        build = partial(ontap_tables.rows, estate, w, name, t, opts)
+        build = partial(_catalogue_rows, estate, w, t, table, opts)
     else:
         build = partial(_own_rows, estate, w, t, table, opts)
     return page(objs, [o.row_id for o in objs], "id", build, None, raw_path, query, loop=loop)
+
+
+def _catalogue_rows(
+    estate: Estate, w: World, t: float, table: QosTable, opts: RowOptions, chunk: list[Any]
+) -> list[Json]:
+    """The catalogue's counters (:func:`sanlens_sim.ontap_tables.rows`) and the rest of ONTAP's: a real
+    row carries every counter of its schema (read_io_type_percent, sequential_*), declared or not."""
+    out = ontap_tables.rows(estate, w, table.name, t, opts, chunk)
+    declared = ontap_tables.TABLES[table.name].tdef.counters
+    extra = [
+        c
+        for c in table.counters
+        if c.name not in declared and (opts.counters is None or c.name in opts.counters)
+    ]
+    if not extra or not opts.with_counters:
+        return out
+    cs = estate.counters["qos_detail" if table.detail else "qos"]
+    for rec, o in zip(out, chunk, strict=True):
+        idx = cs.index.get(o.key)
+        vals = cs.row(idx, t) if idx is not None else [0.0] * len(cs.names)
+        rec.setdefault("counters", []).extend(_counter(c, o, vals, cs.col) for c in extra)
+    return out
 
 
 def _own_rows(

@@ -58,7 +58,7 @@ EXPECTED_EMPTY = {
 }
 # Families sanlens may export when it reads Prometheus: its own, never another exporter's counters.
 ALLOWED = ("sanlens_diagnosis_", "sanlens_exporter_", "sanlens_poll", "sanlens_target_", "sanlens_last_poll",
-           "sanlens_config_", "sanlens_build_", "sanlens_scrape", "sanlens_background_", "process_", "python_")  # fmt: skip
+           "sanlens_config_", "sanlens_build_", "sanlens_scrape", "sanlens_background_", "sanlens_latency_component_", "process_", "python_")  # fmt: skip
 JOIN = ("sanlens_ontap_cluster_info", "sanlens_host_disk_info", "sanlens_host_disk_queue_depth",
         "sanlens_host_disk_paths", "sanlens_host_disk_optimized_paths", "sanlens_host_disk_configured_paths",
         "sanlens_host_disk_multipath_info", "sanlens_host_disk_path_info")  # fmt: skip

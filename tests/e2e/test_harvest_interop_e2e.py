@@ -48,7 +48,7 @@ def test_harvests_series_through_prometheus_give_the_rest_collectors_view(harnes
     harvest = src.poll().view
     src.close()
     assert isinstance(harvest, OntapView)
-    assert src.queries == 7, "one instant query per object kind, batched by cluster"
+    assert src.queries == 8, "one instant query per object kind, batched by cluster"
 
     luns = {(x.svm, x.lun): x for x in harvest.luns}
     assert set(luns) == {(x.svm, x.lun) for x in rest.luns}

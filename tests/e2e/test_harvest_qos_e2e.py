@@ -69,7 +69,7 @@ def test_harvests_qos_series_give_the_rest_collections_workloads_policies_and_fi
     addr = harness.serve_page(PAGE.read_bytes())
     prom = harness.start_prometheus({"harvest": [addr]})
     harness.wait_until(lambda: prom.query("qos_ops"), 30, what="Prometheus to scrape the Harvest page")
-    rest, cluster = rest_view(meta["simulator_scenario"], meta["simulator_knobs"])
+    rest, cluster = rest_view(meta["simulator_scenario"], meta["simulator_knobs"], qos=True)
     src = HarvestSource(
         OntapTarget(
             name=cluster,
@@ -104,9 +104,9 @@ def test_harvests_qos_series_give_the_rest_collections_workloads_policies_and_fi
     policies = {(p.svm, p.name): p for p in harvest.qos_policies}
     assert rest.qos_policies and set(policies) == {(p.svm, p.name) for p in rest.qos_policies}
     for p in rest.qos_policies:
-        h = policies[(p.svm, p.name)]
+        hp = policies[(p.svm, p.name)]
         for f in POLICY:
-            assert getattr(h, f) == getattr(p, f), (p.name, f, getattr(h, f), getattr(p, f))
+            assert getattr(hp, f) == getattr(p, f), (p.name, f, getattr(hp, f), getattr(p, f))
 
     found = throttles(harvest)
     full = throttles(rest)

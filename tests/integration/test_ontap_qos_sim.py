@@ -22,8 +22,11 @@ def view() -> Iterator[OntapView]:
         OntapTarget(name="c1", url=sim.url, poll_interval=Duration(1.0), qos_interval=Duration(0))
     )
     try:
-        src.poll()
-        time.sleep(1.2)
+        # a QoS read runs beside the poll that starts it and the next poll folds it: two reads, three polls
+        for _ in range(2):
+            src.poll()
+            src.qos_reader.wait(30)
+            time.sleep(1.2)
         snap = src.poll()
         assert isinstance(snap.view, OntapView)
         assert snap.inputs is not None and not snap.inputs["tables_missing"], snap.inputs

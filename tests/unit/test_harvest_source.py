@@ -129,6 +129,39 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
         ),
     }
 
+    answers["qos"] = vector(
+        (
+            {
+                "__name__": "qos_ops",
+                "svm": "s1",
+                "workload": "v1-wid7",
+                "volume": "v1",
+                "policy_group": "cap",
+                "wid": "7",
+            },
+            1000.0,
+        ),
+        (
+            {
+                "__name__": "qos_latency",
+                "svm": "s1",
+                "workload": "v1-wid7",
+                "volume": "v1",
+                "policy_group": "cap",
+            },
+            2500.0,
+        ),
+        (
+            {
+                "__name__": "qos_policy_fixed_labels",
+                "svm": "s1",
+                "name": "cap",
+                "max_throughput_iops": "1000",
+            },
+            1.0,
+        ),
+    )
+
     def answer(req: Any) -> tuple[int, dict[str, str], str]:
         import json
         import urllib.parse
@@ -136,7 +169,8 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
         q = urllib.parse.parse_qs(urllib.parse.urlparse(req.url).query)["query"][0]
         assert 'cluster="c1"' in q and 'datacenter="dc1"' in q
         marker = {"lun": "lun_read_ops", "volume": "volume_read_ops", "node": "node_cpu_busy",
-                  "fcp": "fcp_read_data", "raid": "raid_disk_busy", "front": "iscsi_lif_", "ns": "namespace_read_ops"}  # fmt: skip
+                  "fcp": "fcp_read_data", "raid": "raid_disk_busy", "front": "iscsi_lif_", "ns": "namespace_read_ops",
+                  "qos": "qos_ops"}  # fmt: skip
         kind = next(k for k, m in marker.items() if f'"{m}' in q or f"|{m}" in q)
         return 200, {}, json.dumps(answers[kind])
 
@@ -152,7 +186,7 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
     src = joined(HarvestSource(target), directory)
     snap = src.poll()
     view = snap.view
-    assert src.queries == 7 and len(responses.calls) == 7
+    assert src.queries == 8 and len(responses.calls) == 8  # seven object kinds and QoS
     x, nsp = view.luns
     assert (nsp.kind, nsp.lun, nsp.volume, nsp.node) == ("namespace", "/vol/v2/ns1", "v2", "n1")
     assert nsp.read_iops == 300.0 and nsp.read_latency_s == pytest.approx(250e-6)
@@ -166,6 +200,10 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
     assert (x.lun, x.serial, x.node) == ("/vol/v1/lun0", "58PFhKjiU73c", "n1")
     assert x.read_iops == 210.0 and x.read_latency_s == pytest.approx(1e-3)  # microseconds per op
     assert view.version is not None and (view.version.major, view.version.minor) == (12, 1)
+    (w,) = view.qos_workloads
+    assert (w.workload, w.volume, w.policy, w.iops) == ("v1-wid7", "v1", "cap", 1000.0)
+    assert w.latency_s == pytest.approx(2.5e-3), "qos_latency is microseconds per op"
+    assert [(q.name, q.max_iops) for q in view.qos_policies] == [("cap", 1000.0)]
     (n,) = view.nodes
     assert n.average_processor_busy_ratio == pytest.approx(0.0625) and n.domain_busy == {
         "kahuna": pytest.approx(0.9)

@@ -331,7 +331,7 @@ def test_harvest_answers_that_are_garbage_are_named_malformed(case: str) -> None
     # every kind's query got the same answer: a LUN, read twice; the first wins
     assert [x.read_iops for x in snap.view.luns] == [210.0]
     skipped = _series(snap, "sanlens_ontap_malformed_records")
-    assert [(s["problem"], s[""]) for s in skipped] == [("duplicate", 7.0)]
+    assert [(s["problem"], s[""]) for s in skipped] == [("duplicate", 8.0)]
 
 
 # ------------------------------------------------------------------ host exporter pages

@@ -30,6 +30,7 @@ VIEW_ROWS = {
     "disks": model.DiskStats,
     "fc_ports": model.FcPortStats,
     "lifs": model.LifStats,
+    "qos_workloads": model.QosWorkload,
 }
 
 
@@ -54,7 +55,7 @@ def test_every_view_field_a_table_feeds_is_a_field_of_its_rows() -> None:
 
 
 def test_each_harvest_family_and_label_read_is_on_a_real_harvest_page() -> None:
-    assert len(PAGES) == 3
+    assert len(PAGES) == 4
     page = _page_labels()
     for q in queries():
         for t in q.tables:
@@ -116,7 +117,7 @@ def test_one_generic_builder_reads_a_table_from_its_declarations() -> None:
 
 def test_the_front_end_queries_are_one_and_a_table_with_a_family_needs_a_harvest_block() -> None:
     names = [q.name for q in queries()]
-    assert len(names) == 7 and len(set(names)) == 7
+    assert len(names) == 8 and len(set(names)) == 8
     lif = next(q for q in queries() if q.name == "lif")
     assert [t.table for t in lif.tables] == ["iscsi_lif", "nvmf_lif"]
     assert [i.name for i in lif.info] == ["lif_labels", "net_port_status"]

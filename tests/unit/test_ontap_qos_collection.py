@@ -4,6 +4,8 @@ read on a schedule of their own, and a refusal costing only what needs it (respo
 from __future__ import annotations
 
 import json
+import threading
+import time
 import urllib.parse
 from collections import Counter
 from typing import Any
@@ -288,6 +290,7 @@ def test_qos_is_read_on_the_first_polls_then_only_when_due_and_the_view_keeps_it
         views = []
         for _ in range(6):  # polls at 0, 60, 120, 180, 240, 300 s
             snap = src.poll()
+            src.qos_reader.wait()  # a QoS read runs beside the poll that starts it; the next poll folds it
             read.append(calls["qos_detail_volume"])
             views.append(snap)
             clock.t += DT
@@ -298,14 +301,15 @@ def test_qos_is_read_on_the_first_polls_then_only_when_due_and_the_view_keeps_it
     assert read == [1, 2, 2, 2, 3, 3]
     assert workload_calls == 3
     assert calls["qos_detail_volume visits|service_time|wait_time|in_latency_path CPU_dblade"] == 3
-    second = {w.workload: w for w in view(views[1]).qos_workloads}
+    assert all(not w.components for w in view(views[1]).qos_workloads), "one read: no rates yet"
+    second = {w.workload: w for w in view(views[2]).qos_workloads}  # the poll after the second read
     assert second["vol1-wid100"].latency_s == pytest.approx(800e-6)
     assert abs(sum(second["vol1-wid100"].components.values()) - 800e-6) < 1e-9
-    for snap in views[2:4]:  # between QoS polls: the last QoS figures, and their counters still exported
-        assert view(snap).qos_workloads == view(views[1]).qos_workloads
+    for snap in views[3:5]:  # between QoS polls: the last QoS figures, and their counters still exported
+        assert view(snap).qos_workloads == view(views[2]).qos_workloads
         fams = {m.name: m for m in snap.metrics}
         assert "sanlens_ontap_qos_workload_ops_total" in fams
-    fams = {m.name: m for m in views[1].metrics}
+    fams = {m.name: m for m in views[2].metrics}
     ops = {dict(zip(fams["sanlens_ontap_qos_workload_ops_total"].label_names, lv, strict=True))["workload"]: v
            for lv, v in fams["sanlens_ontap_qos_workload_ops_total"].samples}  # fmt: skip
     assert ops == {"vol1-wid100": 7000.0, "pg_lun1": 3000.0}, "only the qos table is exported, raw"
@@ -337,6 +341,7 @@ def test_a_qos_interval_of_zero_or_the_poll_interval_reads_qos_every_poll(
         src = OntapSource(target)
         for _ in range(4):
             src.poll()
+            src.qos_reader.wait()
             clock.t += DT
     assert calls["qos_volume"] == 4
 
@@ -352,8 +357,10 @@ def test_a_refused_qos_endpoint_costs_only_the_identities(monkeypatch: pytest.Mo
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         _mock(rsps, calls, refuse=True)
         src = OntapSource(target)
-        src.poll()
-        clock.t += DT
+        for _ in range(2):  # two reads, each folded by the poll after it
+            src.poll()
+            src.qos_reader.wait()
+            clock.t += DT
         snap = src.poll()
     assert snap.inputs is not None
     assert snap.inputs["endpoints_missing"] == {
@@ -367,3 +374,53 @@ def test_a_refused_qos_endpoint_costs_only_the_identities(monkeypatch: pytest.Mo
     assert (w.svm, w.volume, w.policy) == ("svm1", "vol1", ""), "the autovolume name and the volumes say it"
     assert abs(sum(w.components.values()) - 800e-6) < 1e-9
     assert view(snap).qos_policies == ()
+
+
+def test_a_slow_or_failing_qos_read_never_holds_up_or_fails_the_poll(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """qos_detail can take minutes on a large cluster: the poll that starts a read returns without it,
+    and a read that fails costs only the QoS figures (the next read is tried when due)."""
+    clock = Clock(1_000_000.0)
+    monkeypatch.setattr(collector_mod.time, "time", clock)
+    monkeypatch.setattr(collector_mod.time, "monotonic", clock)
+    calls: Counter[str] = Counter()
+    release = threading.Event()
+    target = OntapTarget(
+        name="c1",
+        url=BASE,
+        tables=["lun", "qos_volume"],
+        poll_interval=Duration(60),
+        qos_interval=Duration(0),
+    )
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        _mock(rsps, calls)
+        rsps.get(f"{BASE}/api/cluster/counter/tables/lun", json={"counter_schemas": []})
+        rsps.get(f"{BASE}/api/cluster/counter/tables/lun/rows", json={"records": [], "num_records": 0})
+        slow_rows = next(r for r in rsps.registered() if str(r.url).endswith("/qos_volume/rows"))
+        inner = slow_rows.callback
+
+        def held(req: Any) -> Any:
+            release.wait(10)
+            return inner(req)
+
+        slow_rows.callback = held
+        src = OntapSource(target)
+        started = time.perf_counter()
+        snap = src.poll()
+        assert time.perf_counter() - started < 5, "the poll did not wait for the QoS read"
+        assert src.qos_pending() and view(snap).qos_workloads == ()
+        release.set()
+        src.qos_reader.wait()
+        clock.t += DT
+        assert view(src.poll()).qos_workloads, "the next poll folds the finished read"
+        src.qos_reader.wait()
+        rsps.replace(responses.GET, f"{BASE}/api/storage/qos/workloads", body=ConnectionError("reset"))
+        clock.t += DT
+        before = view(src.poll()).qos_workloads
+        src.qos_reader.wait()
+        clock.t += DT
+        after = src.poll()  # folds the failed read: the poll still succeeds, the last QoS figures stay
+        src.close()
+    assert view(after).qos_workloads == before
+    assert any("QoS read failed" in r.getMessage() for r in caplog.records), caplog.text

@@ -38,7 +38,8 @@ from sanlens.ontap.cooking import (
 )
 from sanlens.ontap.counter_json import parse_schema_doc, record_problem, rows_from_response
 from sanlens.ontap.inputs import status
-from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_qos, fetch_static
+from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_qos, fetch_static, identities
+from sanlens.ontap.qos_reader import QosRead, QosReader
 from sanlens.ontap.views import build_view, table_fields
 
 __all__ = ["CLUSTER_INFO_HELP", "MALFORMED_HELP", "OntapSource"]
@@ -101,8 +102,11 @@ class OntapSource:
         # QoS tables and endpoints run on a schedule of their own; the view keeps the last QoS figures
         every = 3 * self.interval if target.qos_interval is None else float(target.qos_interval)
         self.qos = qos_views.QosState(every, self.interval / 2)
+        self.qos_reader = QosReader(self.name)
+        self._qos_missing: set[str] = set()  # QoS tables the cluster lacks, as the last QoS read found
 
     def close(self) -> None:
+        self.qos_reader.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.client.close()
 
@@ -150,34 +154,8 @@ class OntapSource:
             self._fallback = self._statistics_path()
             fetch_static(self.client, self.inventory, self.caps, _release(version))
             self._inventory_at = now
-            self.identities = (
-                *(
-                    LunIdentity(self.name, x["svm"], x["volume"], x["lun"], x["serial"], x["node"])
-                    for x in self.inventory.luns
-                ),
-                *(
-                    LunIdentity(
-                        self.name,
-                        x["svm"],
-                        x["volume"],
-                        x["lun"],
-                        "",
-                        x["node"],
-                        kind="namespace",
-                        uuid=x["uuid"],
-                    )
-                    for x in self.inventory.namespaces
-                ),
-            )
+            self.identities = identities(self.name, self.inventory)
         self._fetched_at = {}
-        # QoS is read with its tables (the statistics fields carry none), on its own schedule
-        has_qos = any(self.specs[t].schedule for t in self.target.tables)
-        qos_due = has_qos and not self._fallback and self.qos.due(now)
-        qos_inv = (
-            self._pool.submit(fetch_qos, self.client, self.inventory, self.caps, _release(version))
-            if qos_due
-            else None
-        )
         dynamic = self._pool.submit(
             fetch_dynamic,
             self.client,
@@ -187,7 +165,7 @@ class OntapSource:
             self.caps,
             _release(version),
         )
-        polled = [t for t in self.target.tables if qos_due or not self.specs[t].schedule]
+        polled = [t for t in self.target.tables if not self.specs[t].schedule]
         tables = {} if self._fallback else {t: self._pool.submit(self._table_rows, t) for t in polled}
         rows = self._fetch_rows(dynamic.result(), tables)
         ts = self.clock()
@@ -197,18 +175,15 @@ class OntapSource:
             # each table's rows against the time they arrived: one poll timestamp taken after the
             # last table would stretch the earlier tables' intervals and understate their rates
             dt = self._cook(table, trows, self._fetched_at.get(table, ts), cooked)
-            interval = interval or (None if self.specs[table].schedule else dt)
-        if qos_inv is not None:
-            qos_inv.result()
-            qos_cooked = {t.table: t for t in cooked if self.specs[t.table].schedule}
-            self.qos.update(self.name, now, self.inventory, rows, qos_cooked)
+            interval = interval or dt
+        self._qos_step(now, version)
         metrics = collector_metrics.render(self, {**rows, **self.qos.rows})
         view = build_view(
             self.name,
             ts,
             interval,
             self.version,
-            table_fields(t for t in cooked if not self.specs[t.table].schedule),
+            table_fields(cooked),
             self.inventory,
             self.qos.workloads,
             self.qos.policies,
@@ -216,11 +191,46 @@ class OntapSource:
         inputs = status(
             self.caps.personality,
             "statistics" if self._fallback else "tables",
-            self.tables_missing,
+            self.tables_missing | self._qos_missing,
             {} if self._fallback else self.missing,
             self.caps.missing,
         )
         return Snapshot(self.name, "ontap", ts, metrics, view, inputs=inputs, lun_identities=self.identities)
+
+    def _qos_step(self, now: float, version: OntapVersion) -> None:
+        """Fold a finished QoS read into the QoS state; start the next when due (sanlens.ontap.qos_reader).
+        The statistics fields carry no QoS: that path reads none."""
+        qos_tables = [t for t in self.target.tables if self.specs[t].schedule]
+        if not qos_tables or self._fallback:
+            return
+        done = self.qos_reader.take()
+        if done is not None:
+            cooked: list[CookedTable] = []
+            for table, trows in done.rows.items():
+                self._cook(table, trows, done.fetched_at[table], cooked)
+            for table, error in done.missing.items():
+                self._table_missing(table, error)
+            self._qos_missing = set(done.missing)
+            self.qos.update(self.name, done.started, self.inventory, done.rows, {t.table: t for t in cooked})
+        if self.qos.due(now) and not self.qos_reader.running:
+            self.qos_reader.start(lambda: self._read_qos(qos_tables, _release(version), now))
+
+    def _read_qos(self, tables: list[str], release: str, started: float) -> QosRead:
+        """One QoS read, on the QoS reader's thread: the workloads and policies, then each table."""
+        fetch_qos(self.client, self.inventory, self.caps, release)
+        out = QosRead(started)
+        for table in tables:
+            try:
+                out.rows[table] = self._table_rows(table)
+            except OntapNotFound as e:
+                out.missing[table] = e
+                continue
+            out.fetched_at[table] = self.clock()
+        return out
+
+    def qos_pending(self) -> bool:
+        """Whether a QoS read is running (benchmarks and tests wait for it with ``qos_reader.wait``)."""
+        return self.qos_reader.running
 
     def _statistics_path(self) -> bool:
         """Whether this cluster's performance comes from the objects' statistics fields: chosen in the
@@ -243,9 +253,7 @@ class OntapSource:
                     out[table] = future.result()
                 except OntapNotFound as e:
                     absent[table] = e
-            # a table not read this poll (QoS, off its schedule) keeps what its last read found
-            kept = {t for t in self.tables_missing if t not in tables}
-            self.tables_missing = (set(absent) | kept) if out or self.target.collection == "tables" else set()
+            self.tables_missing = set(absent) if out or self.target.collection == "tables" else set()
             if out or self.target.collection == "tables":
                 # tables missing on a release that has the others: only what needs them is lost
                 for table, missing in absent.items():
@@ -266,7 +274,7 @@ class OntapSource:
         self.partial = {t: len(ids) for t, ids in self._partial_ids.items() if ids}
         return rows
 
-    def _table_missing(self, table: str, error: OntapNotFound) -> None:
+    def _table_missing(self, table: str, error: Exception) -> None:
         """A counter table the cluster does not serve (a release without it, no such hardware): logged once."""
         key = (table, str(self.version or ""))
         if key not in self._missing_tables_logged:

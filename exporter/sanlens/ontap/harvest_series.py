@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sanlens.errors import SourceError
 from sanlens.ontap.catalogue import HarvestInfo, TableDef, catalogue
 
+FAMILY_LABEL = "sanlens_family"  # tells apart info families read by the same labels (HarvestQuery.text)
 Sample = tuple[dict[str, str], float]
 Samples = dict[str, list[Sample]]  # family -> its samples, as one query answered them
 
@@ -31,13 +32,19 @@ class HarvestQuery:
     tables: tuple[TableDef, ...]
 
     def text(self, selector: str) -> str:
-        """The PromQL: the gauges aggregated to ``by``, each info family to its own labels."""
+        """The PromQL: the gauges aggregated to ``by``, each info family to its own labels.
+
+        ``or`` matches label sets without the metric name, so an info family read by the same labels
+        as one before it (``volume_size`` and ``volume_size_available`` by svm and volume) would be
+        dropped: it carries its name in ``FAMILY_LABEL`` as well."""
         q = f'max by (__name__, {", ".join(self.by)}) ({{__name__=~"{"|".join(self.gauges)}", {selector}}})'
+        seen: set[frozenset[str]] = set()
         for i in self.info:
-            q += (
-                f" or label_replace(max by ({', '.join(i.by)}) ({i.name}{{{selector}}}), "
-                f'"__name__", "{i.name}", "", "")'
-            )
+            part = f'label_replace(max by ({", ".join(i.by)}) ({i.name}{{{selector}}}), "__name__", "{i.name}", "", "")'
+            if frozenset(i.by) in seen:
+                part = f'label_replace({part}, "{FAMILY_LABEL}", "{i.name}", "", "")'
+            seen.add(frozenset(i.by))
+            q += f" or {part}"
         return q
 
 
@@ -93,6 +100,7 @@ def samples_of(doc: dict, where: str, problems: Counter[str] | None = None) -> S
             value = float(pair[1])  # a string, as the API sends it; "12345"[1] is not a value
             labels = {str(k): str(v) for k, v in metric.items() if isinstance(v, str)}
             name = labels.pop("__name__")
+            labels.pop(FAMILY_LABEL, None)
         except (KeyError, TypeError, ValueError, OverflowError):
             skipped += 1
             continue

@@ -5,7 +5,10 @@ limits). Harvest exports cooked gauges, not counters: rates per second, latencie
 divided by their ops in microseconds, CPU in percent, and ``fcp_queue_full`` as the count of
 its last poll. This source reads them with one instant query per object kind (a ``__name__``
 regex batched by the cluster's label), builds the same ``OntapView`` the REST collector builds,
-and returns the LUNs for the host join by the serial Harvest exports as ``serial_hex``.
+and returns the LUNs for the host join by the serial Harvest exports as ``serial_hex``. QoS is
+one query more: the workloads' ``qos_*`` (RestPerf Workload and WorkloadVolume) with the policy
+groups' label families (Rest QosPolicyFixed, QosPolicyAdaptive) and the volumes' sizes; Harvest
+exports no latency breakdown, so the workloads come without components.
 
 Its ``/metrics`` part is the cluster's identity (``sanlens_ontap_cluster_info``) only: the series
 are already in Prometheus.

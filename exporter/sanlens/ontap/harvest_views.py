@@ -4,7 +4,8 @@ Harvest exports cooked gauges, not counters: rates per second, averages in ONTAP
 (microseconds per op, percent) and deltas as the count of its own last poll. Which family feeds
 which view field, its scale and its row key are the table's ``harvest`` declarations, read by one
 builder (``harvest_rows``); what only labels say (a LUN's path and serial, a disk's RAID group, the
-port a LIF sits on) is the small code per kind of row below.
+port a LIF sits on, a QoS workload's identity and its policy's ceiling) is the small code per kind
+of row below.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sanlens.model import (
 from sanlens.ontap.catalogue import TableDef, catalogue
 from sanlens.ontap.harvest_series import Sample, Samples
 from sanlens.ontap.views import measured
+from sanlens.qos import QosPolicy, QosWorkload
 
 ARRAY_LABEL = "metric"  # the label Harvest names an array counter's element by (node_cpu_domain_busy)
 _SPEED = re.compile(r"(\d+(?:\.\d+)?)")
@@ -252,6 +254,97 @@ _MAKERS: dict[str, Callable[[_Ctx, TableDef, HarvestRow], Any]] = {
 }
 
 
+MIB = 1024.0 * 1024.0  # a throughput ceiling's MB/s are binary, as ONTAP's sizes
+
+
+def _positive(text: str) -> float | None:
+    """A ceiling or floor from a label: Harvest leaves one that is not set empty (ONTAP's INF or 0)."""
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if v > 0 else None
+
+
+def _count(text: str) -> int | None:
+    v = _positive(text)
+    return int(v) if v is not None else (0 if text.strip() == "0" else None)
+
+
+def qos_policies(cluster: str, s: Samples) -> tuple[QosPolicy, ...]:
+    """The policy groups from Harvest's ``qos_policy_fixed_labels`` and ``qos_policy_adaptive_labels``.
+
+    Harvest reads them from the private CLI and turns ONTAP's throughput text into numbers: a fixed
+    policy's ``<min>-<max>`` into IOPS and MB/s, an adaptive one's per-GB figures into per TB; the
+    allocation keeps the CLI's spelling (``used-space``), REST's is ``used_space``."""
+    out = []
+    for lv, _ in s.get("qos_policy_fixed_labels", ()):
+        mbps = _positive(lv.get("max_throughput_mbps", ""))
+        out.append(
+            QosPolicy(
+                cluster=cluster,
+                svm=lv.get("svm", ""),
+                name=lv.get("name", ""),
+                kind="fixed",
+                shared=lv.get("capacity_shared") == "true",
+                max_iops=_positive(lv.get("max_throughput_iops", "")),
+                max_bytes_s=mbps * MIB if mbps is not None else None,
+                min_iops=_positive(lv.get("min_throughput_iops", "")),
+                workloads=_count(lv.get("object_count", "")),
+            )
+        )
+    for lv, _ in s.get("qos_policy_adaptive_labels", ()):
+        out.append(
+            QosPolicy(
+                cluster=cluster,
+                svm=lv.get("svm", ""),
+                name=lv.get("name", ""),
+                kind="adaptive",
+                peak_iops_per_tb=_positive(lv.get("peak_iops", "")),
+                expected_iops_per_tb=_positive(lv.get("expected_iops", "")),
+                absolute_min_iops=_positive(lv.get("absolute_min_iops", "")),
+                peak_allocation=lv.get("peak_iops_allocation", "").replace("-", "_"),
+                workloads=_count(lv.get("object_count", "")),
+            )
+        )
+    return tuple(sorted(out, key=lambda p: (p.svm, p.name)))
+
+
+def qos_workloads(cluster: str, rows: list[HarvestRow], s: Samples) -> tuple[QosWorkload, ...]:
+    """The workloads on ``qos_*`` (RestPerf Workload and WorkloadVolume), their identity from the
+    labels Harvest copies from ``/api/storage/qos/workloads``; a volume's workload with its volume's
+    size and used space (``volume_size`` less ``volume_size_available``), for an adaptive ceiling.
+
+    No latency components: Harvest's series carry no breakdown by ONTAP's latency centres."""
+    size = {(lv.get("svm", ""), lv.get("volume", "")): v for lv, v in s.get("volume_size", ())}
+    free = {(lv.get("svm", ""), lv.get("volume", "")): v for lv, v in s.get("volume_size_available", ())}
+    out = []
+    for r in rows:
+        lv = r.series
+        volume, lun, file, qtree = (lv.get(k, "") for k in ("volume", "lun", "file", "qtree"))
+        whole = volume and not (lun or file or qtree)
+        total, avail = (
+            (size.get((r.key["svm"], volume)), free.get((r.key["svm"], volume))) if whole else (None, None)
+        )
+        out.append(
+            QosWorkload(
+                cluster=cluster,
+                svm=r.key["svm"],
+                workload=r.key["workload"],
+                volume=volume,
+                lun=lun,
+                file=file,
+                qtree=qtree,
+                policy=lv.get("policy_group", ""),
+                wid=lv.get("wid", ""),
+                size_bytes=total,
+                used_bytes=total - avail if total is not None and avail is not None else None,
+                **measured(QosWorkload, r.fields),
+            )
+        )
+    return tuple(out)
+
+
 def _version(samples: list[Sample]) -> OntapVersion | None:
     """The ONTAP release from a ``version`` label (``9.12.1`` inside NetApp's text)."""
     for lv, _ in samples:
@@ -281,8 +374,14 @@ def harvest_view(
     ctx = _Ctx(cluster, fc, port_speeds(unjoined, "op_speed", per_gbps=1000.0))
     views: dict[str, list[Any]] = {v: [] for v in _MAKERS}
     for t in tables:
-        views[t.view].extend(_MAKERS[t.view](ctx, t, r) for r in rows[t.table])
+        if t.view in _MAKERS:
+            views[t.view].extend(_MAKERS[t.view](ctx, t, r) for r in rows[t.table])
     version = _version([x for i, s in infos if "version" in i.by for x in s.get(i.name, ())])
     kinds: dict[str, Any] = {k: tuple(v) for k, v in views.items()}
+    for t in tables:
+        if t.view == "qos_workloads":
+            s = answers.get(t.harvest.query, {})  # type: ignore[union-attr]
+            kinds["qos_workloads"] = qos_workloads(cluster, rows[t.table], s)
+            kinds["qos_policies"] = qos_policies(cluster, s)
     view = OntapView(cluster=cluster, timestamp=ts, interval_s=interval, version=version, **kinds)
     return view, rows

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sanlens.model import BackgroundOp
+from sanlens.model import BackgroundOp, LunIdentity
 from sanlens.ontap.capabilities import ASA_R2, UNIFIED, Capabilities
 from sanlens.ontap.client import OntapClient, OntapNotFound
 
@@ -319,3 +319,16 @@ def _name_of(v: object) -> str:
     if isinstance(v, Mapping):
         return str(v.get("name") or v.get("path") or "")
     return "" if v is None else str(v)
+
+
+def identities(cluster: str, inv: Inventory) -> tuple[LunIdentity, ...]:
+    """The inventory's LUNs and namespaces as the hosts see them, for the join (sanlens.join)."""
+    return (
+        *(LunIdentity(cluster, x["svm"], x["volume"], x["lun"], x["serial"], x["node"]) for x in inv.luns),
+        *(
+            LunIdentity(
+                cluster, x["svm"], x["volume"], x["lun"], "", x["node"], kind="namespace", uuid=x["uuid"]
+            )
+            for x in inv.namespaces
+        ),
+    )
