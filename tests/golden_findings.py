@@ -33,7 +33,7 @@ from unittest import mock
 
 from tests.joining import joined
 
-from golden import Clock
+from golden import Clock, settle
 from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.hosts.registry import make_host_source
@@ -95,6 +95,7 @@ def scenario_findings(name: str) -> list[list[dict[str, Any]]]:
             clock.t = START + INTERVAL * i
             for src in sources:
                 engine.update(src.poll())
+                settle(src)
             out.append(reduce(engine.findings()))
         for src in sources:
             src.close()
