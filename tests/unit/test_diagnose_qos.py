@@ -215,3 +215,20 @@ def test_oversubscription_counts_a_writes_wait_for_its_data_as_outside_the_array
     assert f["evidence"]["host_to_array_latency_ratio"] == pytest.approx(0.030 / 0.002)
     no_breakdown = ontap(0, luns=(lun(read_iops=0.0, write_iops=300.0, write_latency_s=0.008),))
     assert now_state("san_oversubscription", "sql01/disk 1", no_breakdown, h) == 0  # 3.75x < 5x
+
+
+def test_only_the_configured_top_n_of_ok_workloads_expose_their_components() -> None:
+    slow = [
+        workload(workload=f"v{i}-wid{i}", volume=f"v{i}", latency_s=0.001 * i, iops=100.0)
+        for i in range(1, 6)
+    ]
+    o = ontap(0, qos_workloads=tuple(slow), qos_policies=(policy(),))
+
+    def subjects(top_n: int) -> set[str]:
+        e = engine(sustain_scale=0.0, waterfall_top_n=top_n)
+        e.update(snap(o))
+        fam = [m for m in e.metrics() if m.name == "sanlens_latency_component_seconds"]
+        return {v[0] for m in fam for v, _ in m.samples}
+
+    assert subjects(2) == {"c1/s1/v5", "c1/s1/v4"}  # the two slowest, every finding ok
+    assert subjects(0) == set()

@@ -347,7 +347,7 @@ class Engine:
             where = {k: path[k] for k in ("node", "aggregate") if path[k] and not t.labels.get(k)}
             if (t.id, t.key) in seen:  # a missing subject keeps where it was last seen
                 t.location = where
-        self._waterfalls = waterfall.exposed(ctx, self._active)
+        self._waterfalls = waterfall.exposed(ctx, self._active, self._cfg.waterfall_top_n)
         wf_of = {key: wf for key, _, wf in self._waterfalls}
         self._findings = [finding(t, self._attribution, wf_of.get(t.key)) for t in self._active]
         self._metrics = None

@@ -179,7 +179,7 @@ def _ms(seconds: float) -> str:
 Exposed = tuple[str, Mapping[str, str], Waterfall]
 
 # The slowest workloads whose components are exposed even while every finding is ok: a dashboard's
-# top-N, at a cost of a few series, not one per workload of the estate.
+# top-N, at a cost of a few series, not one per workload of the estate (diagnose.waterfall_top_n).
 TOP_N = 10
 
 

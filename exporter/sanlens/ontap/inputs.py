@@ -49,6 +49,8 @@ STATISTICS_LACK: dict[str, str] = {
     "cpu_domain_serial_bottleneck": "the statistics fields carry no CPU domains (counter table system:node)",
     "disk_busy_imbalance": "the statistics fields carry no disk busy (counter table disk:constituent)",
     "volume_affinity_concentration": "the statistics fields carry no CPU domains to weigh a hot volume against",
+    "qos_throttle": "the statistics path reads no QoS workloads, policies or latency breakdown",
+    "indirect_io": "the statistics fields carry no remote operations and no latency breakdown",
 }
 ASA_R2_LACK: dict[str, str] = {
     "disk_busy_imbalance": "ASA r2 has no aggregates",
@@ -70,6 +72,9 @@ HARVEST_LACK: dict[str, str] = {
     "without WAFL_Ex per core",
     "lun_not_online": "Harvest's lun_labels carry no space reservation: only the LUN state is judged, not thin "
     "LUNs in nearly full volumes",
+    "qos_throttle": "Harvest's series carry no latency breakdown (its workload_detail templates were removed): "
+    "judged by ops against the ceiling alone, so never critical, and QoS Max and QoS Min are not quoted",
+    "indirect_io": "Harvest's series carry no latency breakdown: judged by the LUN's remote operations alone",
 }
 # no fcp_*, iscsi_lif_* or nvme_lif_* series: Harvest reads an ASA r2 system with KeyPerf alone
 NO_FRONT_END = (
