@@ -202,7 +202,7 @@ class OntapTarget(_Model):
     skip_incomplete_aggregation: bool = Field(
         default=True, description="Apply each table's partial-aggregation policy (false: keep every row)."
     )
-    qos_interval: Annotated[Duration | None, Field(ge=0, le=MAX_POLL_INTERVAL)] = Field(None, description=(
+    qos_interval: Annotated[Duration | None, Field(ge=0, le=MAX_POLL_INTERVAL)] = Field(default=None, description=(
         "How often ONTAP's QoS tables (`schedule: qos`), workloads and policies are read, on a thread of their "
         "own (default: 3 x poll_interval; 0 or poll_interval: every poll); the latest are kept between."))  # fmt: skip
     min_ops_for_latency: float = Field(
@@ -427,7 +427,7 @@ class DiagnoseConfig(_Model):
         description="IOPS the backend can serve, for the host-only san_oversubscription (without it a "
         "host-only finding stays a warning).",
     )
-    waterfall_top_n: int = Field(10, ge=0, le=1000, description="Slowest QoS workloads whose latency components "
+    waterfall_top_n: int = Field(default=10, ge=0, le=1000, description="Slowest QoS workloads whose latency components "
                                  "are exposed while ok (a non-ok subject's always are): the dashboard's top N.")  # fmt: skip
 
 
