@@ -229,3 +229,23 @@ def test_qos_rides_on_the_next_counter_view_while_counters_are_live() -> None:
     assert [isinstance(s.view, OntapView) and s.view.qos_workloads for s in out] == [(), (w,), (w,)]
     # the counter views are 940 s old at 1000 s (stale after 300 s): the QoS interval stands alone
     assert isinstance(out[2].view, OntapView) and out[2].view.interval_s == 5.0
+
+
+def test_each_finding_shows_where_its_time_went(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The throttled workload's finding carries its waterfall: ONTAP's parts in path order adding up to
+    its latency, QoS Max named as the dominant one in JSON, text and HTML."""
+    src = str(iterations(tmp_path))
+    doc = report(capsys, src, "--interval", "5")
+    (fired,) = [d for d in doc["diagnoses"] if d["id"] == "qos_throttle"]
+    wf = fired["waterfall"]
+    assert wf["dominant"] == "qos_max"
+    assert sum(wf["parts"].values()) == pytest.approx(wf["latency_seconds"])
+    assert list(wf["parts"]) == ["network", "data", "disk", "qos_max"]  # the path's order
+    lat, qmax = wf["latency_seconds"], wf["parts"]["qos_max"]
+    assert main(["analyze", "-q", src, "--interval", "5"]) == 0
+    text = capsys.readouterr().out
+    assert f"most of it ONTAP QoS Max {qmax * 1000:.2f} ms of {lat * 1000:.2f} ms" in text
+    out = tmp_path / "r.html"
+    assert main(["analyze", "-q", src, "--interval", "5", "--format", "html", "-o", str(out)]) == 0
+    page = out.read_text()
+    assert page.count('class="wf-part"') == 4 and "<b>Where the time goes:</b> most of it ONTAP QoS Max" in page

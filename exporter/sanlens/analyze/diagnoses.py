@@ -29,6 +29,7 @@ from sanlens.analyze.perfmon_summary import LogSummary
 from sanlens.analyze.qos_breakdown import QOS_KINDS, QosBreakdowns
 from sanlens.analyze.qos_breakdown import build as build_qos
 from sanlens.analyze.qos_views import with_qos
+from sanlens.analyze.waterfall_report import text_line as waterfall_text
 from sanlens.analyze.windows import HOST, Source, offline_windows
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose.engine import Engine
@@ -233,6 +234,7 @@ def render_findings_text(f: Findings, out: Any) -> None:
                 + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in ev.items())
                 + "\n"
             )
+        out.write(waterfall_text(d.get("waterfall")))
         if d.get("recommendation"):
             out.write(f"      fix: {d['recommendation']}\n")
     out.write("\n")

@@ -23,6 +23,7 @@ from sanlens.analyze.host_intervals import DiskColumn
 from sanlens.analyze.ontap_series import SeriesStats
 from sanlens.analyze.qos_report import TITLE as QOS_TITLE
 from sanlens.analyze.qos_report import html_section as qos_section
+from sanlens.analyze.waterfall_report import html_block as waterfall_html
 from sanlens.diagnose.base import SERIAL_DOMAINS
 from sanlens.diagnose.registry import REGISTRY
 from sanlens.hosts.mapping import DiskMapping
@@ -238,6 +239,7 @@ def _findings(f: Findings, disks: dict[HostDisk, Any], ontap: Sequence[SeriesSta
             for k, v in ev.items():
                 out.append(f"<tr><td>{_e(k)}</td><td class=n>{_e(_evidence(k, v))}</td></tr>")
             out.append("</table>")
+        out.append(waterfall_html(d.get("waterfall")))
         if d.get("recommendation"):
             out.append(f"<p><b>What to do:</b> {_e(d['recommendation'])}</p>")
         if d.get("runbook"):
