@@ -248,4 +248,6 @@ def test_each_finding_shows_where_its_time_went(capsys: pytest.CaptureFixture[st
     out = tmp_path / "r.html"
     assert main(["analyze", "-q", src, "--interval", "5", "--format", "html", "-o", str(out)]) == 0
     page = out.read_text()
-    assert page.count('class="wf-part"') == 4 and "<b>Where the time goes:</b> most of it ONTAP QoS Max" in page
+    assert (
+        page.count('class="wf-part"') == 4 and "<b>Where the time goes:</b> most of it ONTAP QoS Max" in page
+    )
