@@ -252,9 +252,17 @@ def pgid_of(w: World, p: QosPolicy) -> int:
 
 # ------------------------------------------------------------------ counter-table rows
 def table_objects(w: World, detail: bool, volume_only: bool) -> list[Workload] | list[Centre]:
-    """The rows of a QoS table: workloads (``qos``, ``qos_volume``: only the volumes') or their
-    centres (``qos_detail``, ``qos_detail_volume``)."""
-    wls = [x for x in w.qos_workloads if not (volume_only and x.lun)]
+    """The rows of a QoS table: workloads or their centres (``qos_detail``, ``qos_detail_volume``).
+
+    ONTAP's workload table (``qos``, ZAPI ``workload``) holds the policy groups' workloads, a LUN's or
+    a volume's with a policy set (NetApp Harvest reads its instances as classes user_defined and
+    system_defined); the volume table (``qos_volume``, ``workload_volume``) every volume's, shown per
+    volume and never per LUN or file (NetApp's counter reference for qos_volume). A volume with a
+    policy is in both."""
+    if volume_only:
+        wls = [x for x in w.qos_workloads if not x.lun]
+    else:
+        wls = [x for x in w.qos_workloads if x.klass != "autovolume"]
     if detail:
         return [c for x in wls for c in x.centres]
     return wls

@@ -49,7 +49,13 @@ def sample(s: Simulator, clock: Clock) -> tuple[dict[str, Any], dict[str, Any]]:
     """Two samples DT apart of qos, qos_detail, and the lun and namespace tables as "lun": (before, after)."""
 
     def one() -> dict[str, Any]:
-        out = {n: table(s, n) for n in ("qos", "qos_detail")}
+        # every workload: the volumes' (qos_volume) and the policy groups' (qos), one centre property name
+        out = {"qos": {**table(s, "qos_volume"), **table(s, "qos")}}
+        detail = {
+            rid: ({"resource.name" if k == "resource_name" else k: v for k, v in props.items()}, vals)
+            for rid, (props, vals) in table(s, "qos_detail_volume").items()
+        }
+        out["qos_detail"] = {**detail, **table(s, "qos_detail")}
         out["lun"] = {**table(s, "lun"), **table(s, "namespace")}
         return out
 
@@ -140,6 +146,9 @@ def test_workload_and_detail_rows_have_ontaps_shape() -> None:
         assert {"ops", "latency", "read_ops", "write_ops", "read_latency", "write_latency"} <= {
             c["name"] for c in rec["counters"]
         }
+        # the workload table holds only the policy groups' workloads: none in mixed, whose volumes have no policy
+        assert get(s, f"{TABLES}/qos/rows")["num_records"] == 0
+    with running("qos-throttle") as (s, _clock):
         for name, centre_prop in (("qos_detail", "resource.name"), ("qos_detail_volume", "resource_name")):
             row = get(s, f"{TABLES}/{name}/rows", fields="*", max_records=1)["records"][0]
             p = {x["name"]: x["value"] for x in row["properties"]}
@@ -192,7 +201,9 @@ def test_breakdowns_add_up_to_the_lun_latency(scenario: str) -> None:
             if "latency" in c:
                 assert "DELAY_CENTER_COP" in c, w  # a centre sanlens's mapping calls "other"
         background = [
-            r for r in table(s, "qos_detail").values() if r[0]["resource.name"] == "CPU_dblade_background"
+            r
+            for r in table(s, "qos_detail_volume").values()
+            if r[0]["resource_name"] == "CPU_dblade_background"
         ]
         assert background and all(v["in_latency_path"] == 0 and v["visits"] > 0 for _, v in background)
 
@@ -287,7 +298,7 @@ def test_indirect_io_arrives_through_the_partner_node() -> None:
                 assert share == 0.0
         # the interconnect rows sit on the node whose LIF received the operations, not the LUN's
         vol_node = {p["name"]: p["node.name"] for p, _ in table(s, "volume").values()}
-        rows = table(s, "qos_detail", id=f"*{app}.DELAY_CENTER_CLUSTER_INTERCONNECT")
+        rows = table(s, "qos_detail_volume", id=f"*{app}.DELAY_CENTER_CLUSTER_INTERCONNECT")
         assert rows and all(p["node.name"] != vol_node["app_data"] for p, _ in rows.values())
         text = requests.get(f"{s.url}/linux/app01/metrics", timeout=10).text
         states = [
