@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from tests.builders import (
     LUN_KEY,
+    LUN_PATH,
     engine,
     feed,
     finding,
@@ -232,3 +233,18 @@ def test_only_the_configured_top_n_of_ok_workloads_expose_their_components() -> 
 
     assert subjects(2) == {"c1/s1/v5", "c1/s1/v4"}  # the two slowest, every finding ok
     assert subjects(0) == set()
+
+
+def test_a_volumes_cluster_time_judges_only_a_volume_of_one_lun() -> None:
+    """Without remote ops, the Cluster component of a volume holding two LUNs cannot say which of them
+    crosses the interconnect: evidence, not a finding; with one LUN it is that LUN's."""
+    w = workload(latency_s=0.001, components={"network": 0.0002, "cluster": 0.0004, "data": 0.0004})
+    two = (lun(), lun(lun="/vol/v1/lun1"))
+    assert now_state("indirect_io", LUN_KEY, ontap(0, luns=two, qos_workloads=(w,))) is None
+    assert now_state("indirect_io", LUN_KEY, ontap(0, luns=(lun(),), qos_workloads=(w,))) == 1
+    remote = (lun(remote_iops=240.0), lun(lun="/vol/v1/lun1", remote_iops=0.0))
+    e = engine(sustain_scale=0.0)
+    e.update(snap(ontap(0, luns=remote, qos_workloads=(w,))))
+    f = finding(e, "indirect_io")
+    assert f is not None and f["subject"]["lun"] == LUN_PATH
+    assert f["evidence"]["cluster_seconds"] == pytest.approx(0.0004)  # the volume's, quoted beside

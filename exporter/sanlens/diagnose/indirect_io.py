@@ -112,8 +112,9 @@ def _judge(
     remote = num(lun.remote_iops)
     share = remote / ops if remote is not None and ops else None
     w = ctx.qos_workload(lun.cluster, lun.svm, lun.volume, lun.lun)
-    if w is not None and w.lun != lun.lun and volume_luns > 1:
-        w = None  # a volume's workload speaks for all its LUNs: not for which of them crosses the interconnect
+    # a volume's workload speaks for all its LUNs, not for which of them crosses the interconnect: its
+    # Cluster time is evidence beside a LUN's remote ops, and judges alone only for a volume of one LUN
+    own = w is not None and (w.lun == lun.lun or volume_luns == 1)
     cl = w.components.get("cluster") if w is not None and w.components else None
     cl_share = cl / w.latency_s if cl is not None and w is not None and w.latency_s else None
     busy = ops is not None and ops >= t["min_iops"]
@@ -124,7 +125,7 @@ def _judge(
         level = 0
     elif share is not None:
         level = int(share >= t["remote_share"])
-    elif cl_share is not None:
+    elif cl_share is not None and own:
         level = int(cl_share >= t["cluster_share"])
     else:
         level = None  # neither remote ops nor a breakdown: nothing to judge it on
