@@ -86,7 +86,9 @@ SPEC = DiagnosisSpec(
     reads=Reads(tables=("lun", "qos_detail", "qos_detail_volume"), offline=("lun", "qos_latency")),
 )
 ID = SPEC.id
-READS = frozenset({"ontap", "hosts"})
+# ONTAP's view and the hosts' mapping, not their counters: a host's poll does not judge 10,000 LUNs again
+# (the host's path counts quoted beside a finding are as of the cluster's last poll)
+READS = frozenset({"ontap", "mapping"})
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
