@@ -157,19 +157,19 @@ def _ceilings(t: float) -> list[OntapView | HostView]:
 def _serial_node(t: float) -> list[OntapView | HostView]:
     hot = node(domain_busy={"kahuna": 0.92, "wafl_exempt": 3.6, "idle": 2.0})
     vols = (vol("v1", total_iops=9500.0), vol("v2", total_iops=500.0))
-    return [ontap(t, nodes=(hot,), volumes=vols)]
+    return [ontap(t, nodes=(hot,), volumes=vols, qos_workloads=(workload(),))]
 
 
 def _expansion(t: float) -> list[OntapView | HostView]:
     ds = disks("aggr1", [0.25] * 12, "rg0") + disks("aggr1", [0.75] * 6, "rg1", start=12)
-    return [ontap(t, disks=ds)]
+    return [ontap(t, disks=ds, qos_workloads=(workload(),))]
 
 
 def _rebuild(t: float) -> list[OntapView | HostView]:
     if t < 360:
         return [ontap(t, volumes=(vol(avg_latency_s=0.012),))]
     ops = (op(percent=10 + 0.05 * (t - 360)),)
-    return [ontap(t, volumes=(vol(avg_latency_s=0.060),), background_ops=ops)]
+    return [ontap(t, volumes=(vol(avg_latency_s=0.060),), background_ops=ops, qos_workloads=(workload(),))]
 
 
 def _path_faults(t: float) -> list[OntapView | HostView]:

@@ -75,6 +75,11 @@ SPEC = DiagnosisSpec(
         ),
         Evidence("latency_ratio", "ratio", "that volume's latency / its baseline", "latency vs baseline"),
         Evidence("baseline_latency_seconds", "seconds", "the volume's latency before the operation"),
+        Evidence(
+            "ontap_disk_seconds",
+            "seconds",
+            "the most ONTAP's Disk component adds to an operation among the aggregate's workloads",
+        ),
     ),
     dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),
     ordered=(("latency_ratio_warning", "latency_ratio_critical"),),
@@ -134,6 +139,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
                 "baseline_latency_seconds": worst[3] if worst else None,
                 "done_ratio": prog.percent / 100.0 if prog and prog.percent is not None else None,
                 "eta_seconds": prog.eta_s if prog else None,
+                "ontap_disk_seconds": ctx.component_peak("aggregate", cluster, aggr, "disk"),
             }
             level = 0
             if worst is not None:

@@ -268,6 +268,29 @@ class Context:
                         out[key] = w
         return out
 
+    @cached_property
+    def component_peaks(self) -> dict[tuple[str, str, str], dict[str, float]]:
+        """("node" | "aggregate", cluster, name) -> the most each ONTAP latency component adds to an
+        operation among the workloads whose volumes sit there: the breakdown behind node and aggregate
+        findings (Data for a CPU domain, Disk for disks), which have no waterfall of their own."""
+        out: dict[tuple[str, str, str], dict[str, float]] = {}
+        for cluster, view in self.ontap.items():
+            for w in view.qos_workloads:
+                vol = self._volumes.get((cluster, w.svm, w.volume)) if w.components else None
+                if vol is None:
+                    continue
+                for key in (("node", cluster, vol.node), ("aggregate", cluster, vol.aggregate)):
+                    if not key[2]:
+                        continue
+                    peaks = out.setdefault(key, {})
+                    for c, secs in w.components.items():
+                        if secs > peaks.get(c, 0.0):
+                            peaks[c] = secs
+        return out
+
+    def component_peak(self, where: str, cluster: str, name: str, component: str) -> float | None:
+        return self.component_peaks.get((where, cluster, name), {}).get(component)
+
     def qos_workload(self, cluster: str, svm: str, volume: str, lun: str = "") -> QosWorkload | None:
         """The QoS workload an operation on the LUN (or volume) is counted in: the LUN's own when a
         policy is set on it, else its volume's."""

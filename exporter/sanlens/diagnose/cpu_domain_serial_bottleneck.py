@@ -71,6 +71,11 @@ SPEC = DiagnosisSpec(
         Evidence("processors", "cores", "N_cpu: the node's cores", "processors"),
         Evidence("wafl_exempt_busy_ratio", "ratio of one core", "U_W: wafl_exempt busy"),
         Evidence(
+            "ontap_data_seconds",
+            "seconds",
+            "the most ONTAP's Data component adds to an operation among the node's workloads",
+        ),
+        Evidence(
             "serial_occupancy_ratio",
             "ratio of one core",
             "U_K + U_W / (N_cpu - 1), a lower bound of serial occupancy",
@@ -96,7 +101,7 @@ def occupancy(node: NodeStats) -> float | None:
     return uk + uw / (n - 1)
 
 
-def _one(node: NodeStats, th: Thresholds) -> Observation:
+def _one(ctx: Context, node: NodeStats, th: Thresholds) -> Observation:
     t = th[ID]
     uk = kahuna(node)
     occ = occupancy(node)
@@ -111,6 +116,7 @@ def _one(node: NodeStats, th: Thresholds) -> Observation:
         # exactly when this diagnosis fires and cannot show that the rest of the node idles
         "node_cpu_busy_ratio": num(node.average_processor_busy_ratio),
         "processors": float(node.processors) if node.processors else None,
+        "ontap_data_seconds": ctx.component_peak("node", node.cluster, node.node, "data"),
     }
     if uk is None and top is None:
         level = None if not node.domain_busy else 0
@@ -148,4 +154,4 @@ READS = frozenset({"ontap"})
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
-    return [_one(n, th) for n in ctx.nodes()]
+    return [_one(ctx, n, th) for n in ctx.nodes()]

@@ -72,6 +72,11 @@ SPEC = DiagnosisSpec(
         Evidence("disks", "disks", "data disks with a busy value", "disks"),
         Evidence("busy_mean_ratio", "ratio", "mean busy of the data disks"),
         Evidence("newest_raid_group_ratio", "ratio", "mean busy of the newest RAID group / the older ones"),
+        Evidence(
+            "ontap_disk_seconds",
+            "seconds",
+            "the most ONTAP's Disk component adds to an operation among the aggregate's workloads",
+        ),
     ),
     dashboard=Dashboard("sanlens-disks", ("cluster", "aggregate")),
     ordered=(("min_max_busy_ratio", "critical_max_busy_ratio"),),
@@ -144,6 +149,7 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
                 nodes[d.aggregate] = nodes.get(d.aggregate) or d.node
         for aggr, disks in sorted(by_aggr.items()):
             ev = imbalance(disks)
+            ev["ontap_disk_seconds"] = ctx.component_peak("aggregate", cluster, aggr, "disk")
             n = int(ev["disks"] or 0)
             level: int | None
             if n == 0:
