@@ -17,7 +17,7 @@ from sanlens_sim.scenario_base import (
     volumes_named,
 )
 from sanlens_sim.scenario_front_end import oversubscribed, oversubscribed_linux
-from sanlens_sim.world import Node, Volume
+from sanlens_sim.world import Node, QosPolicy, Volume
 
 
 # ------------------------------------------------------------------ healthy
@@ -134,6 +134,8 @@ def mixed(k: Knobs, phase: int) -> Builder:
     oversubscribed(b, a1, k, "sql01")
     for i in range(3):
         b.volume(a1, f"n01_vol{i + 1}", 2500.0, lat_ms=(0.6, 0.9))
+    # a policy group far from its ceiling, as most sites have: a workload in the workload table, not held
+    b.qos_policy(QosPolicy("n01-standard", max_iops=10000.0), volumes_named(b, "n01_vol")[2])
     healthy_host(b, "sql02", volumes_named(b, "n01_vol"))
     # quiet iSCSI LUNs and NVMe/TCP namespaces beside them (no host judged): every front end on the page
     b.volume(a1, "n01_iscsi", 600.0, lat_ms=(0.5, 0.7), protocol="iscsi")

@@ -146,8 +146,12 @@ def test_workload_and_detail_rows_have_ontaps_shape() -> None:
         assert {"ops", "latency", "read_ops", "write_ops", "read_latency", "write_latency"} <= {
             c["name"] for c in rec["counters"]
         }
-        # the workload table holds only the policy groups' workloads: none in mixed, whose volumes have no policy
-        assert get(s, f"{TABLES}/qos/rows")["num_records"] == 0
+        # the workload table holds only the policy groups' workloads (one volume in mixed has a policy)
+        policy_rows = all_records(s, f"{TABLES}/qos/rows", fields="*")
+        assert policy_rows and {wls[r["id"].rsplit(":", 1)[1]]["workload_class"] for r in policy_rows} == {
+            "user_defined"
+        }
+        assert len(policy_rows) < get(s, f"{TABLES}/qos_volume/rows")["num_records"]
     with running("qos-throttle") as (s, _clock):
         for name, centre_prop in (("qos_detail", "resource.name"), ("qos_detail_volume", "resource_name")):
             row = get(s, f"{TABLES}/{name}/rows", fields="*", max_records=1)["records"][0]
