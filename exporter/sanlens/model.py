@@ -355,7 +355,13 @@ class HostDiskStats:
     platform: Platform = "windows"  # whose terms the advice speaks (mpclaim or multipath -ll, ...)
     # the source knows the disk is no SAN LUN (a Linux disk with no NetApp WWID and no multipath map)
     local: bool = False
-    outstanding_io: float | None = None  # mean I/Os in flight over the interval (Linux's queue integral)
+    outstanding_io: float | None = None  # mean reads and writes in flight over the interval (Little's law)
+    # discards and flushes, kept apart from reads and writes (Linux diskstats fields 12-17, sysstat d/s, f/s)
+    discard_iops: float | None = None
+    discard_latency_s: float | None = None
+    flush_iops: float | None = None
+    flush_latency_s: float | None = None
+    reported_busy_ratio: float | None = None  # Linux busy time (%util) as counted, before its bound
     path_stats: tuple[HostPathStats, ...] = ()  # each path device, where the host reports them
 
     @property
