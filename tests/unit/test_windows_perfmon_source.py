@@ -98,3 +98,33 @@ def test_resolve_precedence_and_overrides() -> None:
     m = resolve(t, d, "3", (), "UNKNOWN", observed_paths=4)
     assert (m.mapping, m.lun, m.queue_depth, m.paths, m.lun_serial) == ("none", "", 128, 4, "UNKNOWN")
     assert normalize_drive("e") == "E:" and normalize_drive("e:\\") == "E:"
+
+
+def test_follows_a_logicaldisk_only_log_per_volume(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A log of LogicalDisk counters only: each volume is a disk, mapped by its drive letter."""
+    counters = ("Disk Reads/sec", "Avg. Disk sec/Read", "% Idle Time")
+    cols = [
+        f"\\\\SQL01\\LogicalDisk({v})\\{c}"
+        for v in ("H:", "_Total", "HarddiskVolume2", "X:")
+        for c in counters
+    ]
+    hdr = '"(PDH-CSV 4.0) (UTC)(0)",' + ",".join(f'"{c}"' for c in cols) + "\r\n"
+    row = ["60", "1.2", "85", "600", "1.2", "85", "600", "0.001", "10", "40", "0.9", "80"]
+    p = tmp_path / "sql01.csv"
+    p.write_text(hdr + '"01/15/2024 09:00:00.000",' + ",".join(f'"{v}"' for v in row) + "\r\n", newline="")
+    t = HostTarget(
+        name="sql01",
+        source="perfmon",
+        files=[str(p)],
+        disks=[HostDiskMapping(drive="h", cluster="c1", svm="svm1", lun="/vol/sql_data/lun0")],
+    )
+    with caplog.at_level(logging.WARNING):
+        s = make_host_source(t).poll()
+    assert "HarddiskVolume2" in caplog.text  # left out, and said so
+    assert s.view is not None
+    disks = {d.disk: d for d in s.view.disks}
+    assert set(disks) == {"H:", "X:"}  # neither _Total nor the volume without a letter
+    h, x = disks["H:"], disks["X:"]
+    assert (h.drives, h.read_iops, h.read_latency_s, h.idle_ratio) == (("H:",), 60.0, 1.2, 0.85)
+    assert (x.drives, x.read_iops, x.read_latency_s, x.idle_ratio) == (("X:",), 40.0, 0.9, 0.80)
+    assert (h.lun, x.lun) == ("/vol/sql_data/lun0", "")

@@ -2,9 +2,10 @@
 
 Speed matters (1 GB logs): rows arrive in numeric batches (``perfmon_batches``,
 from the Python or the Arrow reader, chosen by the file's shape) and every
-statistic is folded per batch by numpy. The same pass folds the PhysicalDisk
-columns into analysis intervals (``host_intervals``) for the diagnose engine, so
-a log is read once, whatever its size.
+statistic is folded per batch by numpy. The same pass folds the disk columns
+(PhysicalDisk, or LogicalDisk volumes in a log without per-disk PhysicalDisk
+counters: ``sanlens.hosts.perfmon_disks``) into analysis intervals
+(``host_intervals``) for the diagnose engine, so a log is read once, whatever its size.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sanlens.analyze.perfmon_batches import choose_engine, estimated_rows, last_
 from sanlens.analyze.quantiles import ColumnQuantiles
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.hosts.perfmon import CounterPath, PerfmonLog, PerfmonParseError
-from sanlens.hosts.perfmon_source import disk_columns
+from sanlens.hosts.perfmon_disks import DiskSelection, select_disks
 from sanlens.model import iso_utc
 
 Progress = Callable[[int], None]  # bytes read so far
@@ -78,8 +79,9 @@ class LogSummary:
     end: float | None = None
     warnings: list[str] = field(default_factory=list)
     engine: str = "python"  # or "arrow": which reader produced the statistics
-    intervals: HostIntervals | None = None  # PhysicalDisk columns, for the engine and the charts
+    intervals: HostIntervals | None = None  # disk columns, for the engine and the charts
     unknown_disk_counters: list[str] = field(default_factory=list)
+    disks: DiskSelection = field(default_factory=DiskSelection)  # which object's instances are the disks
 
     @property
     def hosts(self) -> list[str]:
@@ -177,7 +179,8 @@ def _summarize(source: InputSource, engine: str, progress: Progress | None, step
     path = source.name
     with PerfmonLog(path, source.stream()) as log:
         header = log.header
-        cols, unknown = disk_columns(header)
+        selection = select_disks(header)
+        cols = selection.columns
         spelling: dict[str, str] = {}  # one host per name, whatever the letter case of its columns
         hosts = {
             i: spelling.setdefault(h.upper(), h)
@@ -186,7 +189,8 @@ def _summarize(source: InputSource, engine: str, progress: Progress | None, step
         }
         disk_cols = {i: (hosts[i], *cols[i]) for i in cols}
         summary = LogSummary(str(path), header.kind, [ColumnStats(c) for c in header.columns])
-        summary.unknown_disk_counters = unknown
+        summary.unknown_disk_counters = selection.unknown
+        summary.disks = selection
         if header.unparsed:
             summary.warnings.append(
                 f"{len(header.unparsed)} header cell(s) are not counter paths, e.g. {header.unparsed[0]!r}"

@@ -10,6 +10,7 @@ host, ONTAP subjects to the captures of the counter tables the diagnosis reads.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sanlens.analyze.analysis import Analysis
@@ -59,21 +60,31 @@ def _perfmon(s: LogSummary, f: Findings | None) -> dict[str, Any]:
         st["rows_per_interval"] = round(iv.rows_per_step(), 2)
     skipped = list(s.warnings)
     if not iv:
-        disks = [c.column for c in s.columns if c.column.object.lower() == "physicaldisk"]
+        disks = [c.column for c in s.columns if c.column.object.lower() in ("physicaldisk", "logicaldisk")]
         if disks and all(c.instance.lower() == "_total" for c in disks):
-            why = "only PhysicalDisk(_Total): the diagnoses judge each disk, which needs per-disk instances"
+            objs = sorted({c.object for c in disks}, key=str.lower)
+            why = (
+                f"only {' and '.join(o + '(_Total)' for o in objs)}: the diagnoses judge each disk, "
+                "which needs per-disk (or per-volume) instances"
+            )
         elif s.unknown_disk_counters:
             why = (
-                f"{len(s.unknown_disk_counters)} PhysicalDisk counter(s) not recognised (a localized log?), "
+                f"{len(s.unknown_disk_counters)} disk counter(s) not recognised (a localized log?), "
                 f"e.g. {s.unknown_disk_counters[0]}"
             )
+        elif disks:
+            why = "no PhysicalDisk or LogicalDisk instance that can be judged (see the lines below)"
         else:
-            why = "no PhysicalDisk counters: the diagnoses read Avg. Disk sec/Read, Disk Reads/sec, % Idle Time, ..."
+            why = (
+                "no PhysicalDisk or LogicalDisk counters: the diagnoses read Avg. Disk sec/Read, "
+                "Disk Reads/sec, % Idle Time, ..."
+            )
         skipped.append(why)
     elif s.unknown_disk_counters:
         skipped.append(
-            f"{len(s.unknown_disk_counters)} PhysicalDisk counter(s) not used, e.g. {s.unknown_disk_counters[0]}"
+            f"{len(s.unknown_disk_counters)} disk counter(s) not used, e.g. {s.unknown_disk_counters[0]}"
         )
+    skipped += s.disks.notes
     judged = _host_judged(f, hosts) if f is not None else set()
     have = {c[3] for c in iv.columns} if iv else set()
     not_eval: dict[str, str] = {}
@@ -94,7 +105,41 @@ def _perfmon(s: LogSummary, f: Findings | None) -> dict[str, Any]:
     st["evaluated"] = sorted(judged, key=IDS.index)
     st["not_evaluated"] = not_eval
     st["skipped"] = skipped
+    if note := _disks_note(s, f):
+        st["note"] = note
     return st
+
+
+def _disks_note(s: LogSummary, f: Findings | None) -> str:
+    """Which disks a log was judged on, where LogicalDisk counters make it a question: its volumes
+    (no per-disk PhysicalDisk counters), or its PhysicalDisks with the volumes on them not again."""
+    parts = []
+    for host, hd in s.disks.hosts.items():
+        name = _host_name(s, host)
+        who = f"{name}: " if len(s.disks.hosts) > 1 else ""
+        verb = "judged" if f is not None and _host_judged(f, {name.upper()}) else "read"
+        n = len(hd.disks)
+        if hd.object == "LogicalDisk":
+            any_physical = any(
+                c.column.object.lower() == "physicaldisk" and c.column.host.upper() == host for c in s.columns
+            )
+            parts.append(
+                f"{who}{verb} {n} LogicalDisk volume{'s' * (n != 1)} "
+                f"(no {'per-disk ' * any_physical}PhysicalDisk counters in the log): {', '.join(hd.disks)}"
+            )
+        elif hd.covered:
+            parts.append(
+                f"{who}{verb} {n} PhysicalDisk{'s' * (n != 1)}; LogicalDisk {', '.join(hd.covered)} "
+                f"on {'them' if n != 1 else 'it'} not judged again"
+            )
+    return "; ".join(parts)
+
+
+def _host_name(s: LogSummary, host: str) -> str:
+    """A host as the log spells it; the file's name for columns that name none."""
+    if not host:
+        return Path(s.path).stem
+    return next((c.column.host for c in s.columns if c.column.host.upper() == host), host)
 
 
 def _linux(li: LinuxInput, warnings: list[str], f: Findings | None) -> dict[str, Any]:

@@ -231,7 +231,10 @@ class HostDiskMapping(Ruled, _Model):
         default=None,
         description='Windows: PhysicalDisk number, e.g. "1" (or drive); Linux: the multipath map name, WWID or dm-N.',
     )
-    drive: Text = Field(default=None, description='Drive letter, e.g. "E:" (or disk).')
+    drive: Text = Field(
+        default=None,
+        description='Drive letter, e.g. "E:", or a mount point path (a PerfMon LogicalDisk volume); or disk.',
+    )
     cluster: Text = Field(
         default=None,
         description="The LUN's cluster; without lun, which cluster's copy the disk's LUN serial joins "

@@ -4,7 +4,9 @@ Each poll reads only the tail of each configured file and uses its newest
 complete row: PerfMon has already cooked the rates (Disk Reads/sec, Avg. Disk
 sec/Read, % Idle Time ...). Counters for the exposition are integrated from those
 rates over the row timestamps, so the sanlens_host_disk_* families look the same
-as with the other sources. Memory stays bounded whatever the file size.
+as with the other sources. Memory stays bounded whatever the file size. The disks
+are the log's PhysicalDisk instances, or its LogicalDisk volumes where it has no
+per-disk PhysicalDisk counters (``sanlens.hosts.perfmon_disks``).
 
 Latency: PerfMon cooks Avg. Disk sec/Read from the uint32 PERF_AVERAGE_TIMER
 numerator over the sample interval, so with N reads outstanding it is wrong once
@@ -25,16 +27,15 @@ from typing import Any
 
 from sanlens.config import HostTarget
 from sanlens.errors import SourceError
-from sanlens.hosts.catalogue import PERFMON
 from sanlens.hosts.cooking import DiskReading
 from sanlens.hosts.perfmon import LogHeader, PerfmonLog, PerfmonParseError, parse_timestamp, to_float
+from sanlens.hosts.perfmon_disks import DISK_COUNTERS as DISK_COUNTERS  # the catalogue's, by name
+from sanlens.hosts.perfmon_disks import select_disks
 from sanlens.hosts.sources import HostSource
 from sanlens.model import HostDiskStats
 
 log = logging.getLogger(__name__)
 
-# English PhysicalDisk counter (lower case) -> HostDiskStats field, from the PerfMon catalogue
-DISK_COUNTERS = {c.name.lower(): c.feeds for c in PERFMON.counters}
 TAIL_BYTES = 256 * 1024
 
 
@@ -47,19 +48,10 @@ def littles_law(queue: float | None, iops: float | None, avg_sec: float | None) 
 
 
 def disk_columns(header: LogHeader) -> tuple[dict[int, tuple[str, tuple[str, ...], str]], list[str]]:
-    """Column index -> (disk number, drives, field) for PhysicalDisk counters; plus unknown disk counters."""
-    out: dict[int, tuple[str, tuple[str, ...], str]] = {}
-    unknown: list[str] = []
-    for i, c in enumerate(header.columns):
-        if c.object.lower() != "physicaldisk" or c.instance.lower() == "_total":
-            continue
-        name = DISK_COUNTERS.get(c.counter.lower())
-        if name is None:
-            unknown.append(c.path)
-            continue
-        number, _, rest = c.instance.partition(" ")
-        out[i] = (number, tuple(d.upper() for d in rest.split() if d.endswith(":")), name)
-    return out, unknown
+    """Column index -> (disk, drives, field) for the log's disks (see ``perfmon_disks``); plus the
+    disk counters not read."""
+    sel = select_disks(header)
+    return sel.columns, sel.unknown
 
 
 @dataclass
@@ -91,16 +83,21 @@ class PerfmonSource(HostSource):
             raise SourceError(
                 f"{f.path}: UTF-16 logs cannot be followed; write the log as CSV (ANSI/UTF-8)", reason="parse"
             )
-        f.columns, unknown = disk_columns(f.header)
-        if unknown:
+        sel = select_disks(f.header)
+        f.columns = sel.columns
+        if sel.unknown:
             log.warning(
-                "%s: %d PhysicalDisk counter(s) not recognised (localized?), e.g. %s",
+                "%s: %d disk counter(s) not recognised (localized?), e.g. %s",
                 f.path,
-                len(unknown),
-                unknown[0],
+                len(sel.unknown),
+                sel.unknown[0],
             )
+        for note in sel.notes:
+            log.warning("%s: %s", f.path, note)
         if not f.columns:
-            log.warning("%s: no English PhysicalDisk counters found; nothing to report from it", f.path)
+            log.warning(
+                "%s: no English PhysicalDisk or LogicalDisk counters found; nothing to report from it", f.path
+            )
 
     def _newest_row(self, f: _Followed) -> tuple[float, list[str]] | None:
         try:
