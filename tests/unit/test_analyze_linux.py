@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import pinned_copy
+from sanlens.analyze.offline_join import host_mapper
 from sanlens.cli import main
+from sanlens.config.load import load_config_text
+from sanlens.model import HostDiskStats
 
 ROOT = Path(__file__).parents[1] / "data"
 LINUX = ROOT / "linux"
@@ -166,3 +169,88 @@ def test_the_html_report_draws_a_mapped_linux_disk_beside_its_lun(
     for title in ("latency vs LUN /vol/sqldata/lun0", "% idle time", "mean I/Os in flight", "IOPS"):
         assert f"<h4>{title}</h4>" in mpatha, title
     assert "current queue length" not in html, "Linux captures print no instantaneous queue"
+
+
+def test_an_fstrim_is_no_write_latency_nor_a_full_queue(capsys: pytest.CaptureFixture[str]) -> None:
+    """sar's tps and await count the fstrim's 1,000 discards/s at 40 ms: read as writes they would be a
+    30.92 ms write latency. The intervals with discards judge no latency, and the status says why.
+    iostat -x prints the discards apart, and its aqu-sz (40.21, every kind's time) is no read and
+    write queue: 0.2 of them are in flight, far from the 32 the LUN queue allows."""
+    doc = run_json(capsys, str(LINUX / "constructed-fstrim-sysstat12-sar-dp.txt"))
+    assert not {d["id"] for d in doc["diagnoses"]} & {"latency_slo", "host_queue_limited"}
+    (inp,) = doc["inputs"]
+    assert any("moved discards (dkB/s > 0)" in s for s in inp["status"]["skipped"])
+    doc = run_json(capsys, str(LINUX / "constructed-fstrim-sysstat12-iostat-xt.txt"))
+    assert not {d["id"] for d in doc["diagnoses"]} & {"latency_slo", "host_queue_limited"}
+
+
+def _views(name: str, config: str | None = None) -> dict[str, HostDiskStats]:
+    """The last HostView's disks of a capture, mapped through ``config`` (YAML text)."""
+    from sanlens.analyze.linux_inputs import read_iostat
+
+    li = read_iostat(LINUX / name, None).detail
+    cfg = load_config_text(config) if config else None
+    (*_, last) = li.snapshots(host_mapper(cfg, "c1"))
+    assert last.view is not None
+    return {d.disk: d for d in last.view.disks}
+
+
+def test_nvme_paths_are_summed_into_their_namespace() -> None:
+    """The kernel counted the I/O on the hidden per-controller devices only: the namespace is their sum,
+    its latency weighted by their IOPS, and the paths are no disks of their own."""
+    disks = _views("constructed-nvme-multipath-paths-only-iostat-xt.txt")
+    assert set(disks) == {"nvme0n1", "nvme1n1"}
+    ns = disks["nvme0n1"]
+    assert (ns.read_iops, ns.write_iops) == (6000.0, 2000.0)
+    assert ns.read_latency_s == pytest.approx((3000 * 0.20 + 3000 * 0.30) / 6000 / 1000)
+    assert ns.write_latency_s == pytest.approx((1000 * 0.40 + 1000 * 0.50) / 2000 / 1000)
+    assert ns.read_bytes_s == 24000 * 1024 and ns.outstanding_io == pytest.approx(1.00 + 1.40)  # aqu-sz
+    assert ns.idle_ratio is None  # a union of busy times is no sum
+    assert ns.observed_paths == 2
+    assert [(p.path, p.read_iops) for p in ns.path_stats] == [("nvme0c0n1", 3000.0), ("nvme0c1n1", 3000.0)]
+    assert disks["nvme1n1"].read_iops == 50.0 and not disks["nvme1n1"].path_stats
+
+
+MPATHA = (
+    "hosts:\n  - name: ora02\n    url: http://ora02:9100\n    disks:\n"
+    "      - disk: mpatha\n        svm: svm1\n        lun: /vol/sqldata/lun0\n"
+)
+
+
+def test_a_mapped_maps_scsi_paths_are_no_disks_of_their_own() -> None:
+    """iostat -N names the map; its paths are the SCSI disks whose bytes sum to the map's. Idle SCSI
+    devices (non-optimized paths) are left out; the boot disk, whose I/O fits no map, stays."""
+    disks = _views("constructed-dm-multipath-iostat-xtN.txt", MPATHA)
+    assert set(disks) == {"sda", "rhel-root", "mpatha"}
+    m = disks["mpatha"]
+    assert m.lun == "/vol/sqldata/lun0" and m.read_iops == 500.0 and m.observed_paths == 2
+    assert [p.path for p in m.path_stats] == ["sdc", "sdd"]
+    # without a mapped map nothing tells a path from a disk: every device is judged as printed
+    assert set(_views("constructed-dm-multipath-iostat-xtN.txt")) == {
+        "sda", "sdc", "sdd", "sde", "sdf", "rhel-root", "mpatha"
+    }  # fmt: skip
+
+
+def test_a_real_multipath_capture_groups_its_path_under_the_mapped_map() -> None:
+    """RHEL 6 request-based dm-multipath: dm-0's 566,732 kB/s of writes are its path sda's (sdb idle);
+    dm-1 on top of it is no path of anything."""
+    cfg = MPATHA.replace("ora02", "matrixzj-rhel6-multipath-iostat-xkt").replace("mpatha", "dm-0")
+    disks = _views("matrixzj-rhel6-multipath-iostat-xkt.txt", cfg)
+    assert set(disks) == {"dm-0", "dm-1"}
+    assert [p.path for p in disks["dm-0"].path_stats] == ["sda"] and disks["dm-0"].write_iops == 164.0
+
+
+def test_sar_without_p_names_scsi_paths_by_their_major() -> None:
+    """``sar -d`` without ``-p`` prints devM-N: majors 8, 65-71 and 128-135 are SCSI disks, 253 here the
+    mapped map; the boot disk dev8-0, whose bytes fit no map, stays a disk."""
+    from sanlens.analyze.linux_paths import dm_groups
+
+    def row(kb: float) -> dict[str, float]:
+        return {"read_iops": kb / 8, "read_bytes_s": kb * 1024, "write_bytes_s": 0.0}
+
+    reports = [
+        {"dev8-0": row(40), "dev8-16": row(1000 * k), "dev65-0": row(1000 * k), "dev253-0": row(2000 * k)}
+        for k in (1, 2, 3)
+    ]
+    groups, idle = dm_groups(reports, list(reports[0]), lambda d: d == "dev253-0")
+    assert {m: set(p) for m, p in groups.items()} == {"dev253-0": {"dev8-16", "dev65-0"}} and not idle

@@ -81,9 +81,23 @@ def test_iostat_columns_become_si_values(name: str) -> None:
         assert got["read_latency_s"] == pytest.approx(column(header, row, "r_await") / 1000.0)
         assert got["write_latency_s"] == pytest.approx(column(header, row, "w_await") / 1000.0)
         assert got["read_bytes_s"] == pytest.approx(column(header, row, "rkB/s") * 1024.0)
-        assert got["idle_ratio"] == pytest.approx(max(0.0, 1.0 - column(header, row, "%util") / 100.0))
+        util = column(header, row, "%util") / 100.0
+        assert got["reported_busy_ratio"] == pytest.approx(util)
+        # busy no more than the mean number in flight (Little's law over every kind printed)
+        flight = sum(
+            column(header, row, f"{k}/s") * column(header, row, f"{k}_await") / 1000.0
+            for k in "rwdf"
+            if f"{k}_await" in header
+        )
+        assert got["idle_ratio"] == pytest.approx(1.0 - min(max(min(util, flight), 0.0), 1.0))
         aqu = "aqu-sz" if "aqu-sz" in header else "avgqu-sz"
-        assert got["outstanding_io"] == pytest.approx(column(header, row, aqu))
+        # aqu-sz holds every kind's time: the reads and writes in flight are what discards and flushes leave
+        other = sum(
+            column(header, row, f"{k}/s") * column(header, row, f"{k}_await")
+            for k in "df"
+            if f"{k}/s" in header
+        )
+        assert got["outstanding_io"] == pytest.approx(max(column(header, row, aqu) - other / 1000.0, 0.0))
 
 
 @pytest.mark.parametrize(
@@ -224,11 +238,15 @@ def test_sysstat_12_sar_dev_with_restarts_and_the_device_last() -> None:
     for report, row in zip(cap.reports, rows, strict=True):
         d = report.devices["sda"]
         tps = column(hdr, row, "tps")
+        moved = column(hdr, row, "rkB/s") + column(hdr, row, "wkB/s") + column(hdr, row, "dkB/s")
+        if tps:  # areq-sz = kB moved per transfer, discards included (rd_stats.c: nr_ios counts dc_ios)
+            assert column(hdr, row, "areq-sz") == pytest.approx(moved / tps, abs=0.01)
+        if column(hdr, row, "dkB/s"):  # the last row: 1.6 transfers/s, every byte a discard
+            assert "read_iops" not in d and "write_latency_s" not in d
+            continue
         assert d["read_iops"] + d["write_iops"] == pytest.approx(tps)
         assert d["read_latency_s"] == d["write_latency_s"] == pytest.approx(column(hdr, row, "await") / 1000)
-        moved = column(hdr, row, "rkB/s") + column(hdr, row, "wkB/s") + column(hdr, row, "dkB/s")
-        if tps:  # areq-sz = kB moved per transfer
-            assert column(hdr, row, "areq-sz") == pytest.approx(moved / tps, abs=0.01)
+    assert [w for w in cap.warnings if w.startswith("sda: 1 sar -d interval moved discards")]
 
 
 def test_sysstat_11_sar_with_am_pm_times_another_activity_and_sectors() -> None:
@@ -280,3 +298,76 @@ def test_files_are_named_by_their_readme() -> None:
     readme = (DATA / "README.md").read_text(encoding="utf-8")
     for p in Path(DATA).glob("*.txt"):
         assert f"`{p.name}`" in readme, p.name
+
+
+# ------------------------------------------------------------------ discards (a host running fstrim)
+FSTRIM_IOSTAT = "constructed-fstrim-sysstat12-iostat-xt.txt"
+FSTRIM_SAR = "constructed-fstrim-sysstat12-sar-dp.txt"
+
+
+def test_iostat_keeps_discards_and_flushes_apart() -> None:
+    """sysstat 12's d/s d_await and f/s f_await are their own ops: reads and writes stay as printed, and
+    aqu-sz (the queue integral) = Σ rate x await over all four kinds."""
+    cap = read(FSTRIM_IOSTAT)
+    # the since-boot report left out
+    rows = [r for h, r in printed(FSTRIM_IOSTAT, "Device") if r[0] == "sdb"][1:]
+    hdr = next(h for h, _ in printed(FSTRIM_IOSTAT, "Device"))
+    assert len(rows) == len(cap.reports) == 6
+    for report, row in zip(cap.reports, rows, strict=True):
+        d = report.devices["sdb"]
+        for kind, rate, lat in (
+            ("read", "r/s", "r_await"),
+            ("write", "w/s", "w_await"),
+            ("discard", "d/s", "d_await"),
+        ):
+            assert d[f"{kind}_iops"] == column(hdr, row, rate)
+            assert d[f"{kind}_latency_s"] == pytest.approx(column(hdr, row, lat) / 1000)
+        assert d["flush_iops"] == column(hdr, row, "f/s")
+        assert d["flush_latency_s"] == pytest.approx(column(hdr, row, "f_await") / 1000)
+        # aqu-sz (diskstats field 11) is every kind's time; the reads and writes in flight are theirs alone
+        little = {k: column(hdr, row, f"{k}/s") * column(hdr, row, f"{k}_await") / 1000 for k in "rwdf"}
+        assert column(hdr, row, "aqu-sz") == pytest.approx(sum(little.values()), abs=0.005)
+        assert d["outstanding_io"] == pytest.approx(little["r"] + little["w"], abs=0.005)
+    trim = cap.reports[-1].devices["sdb"]
+    assert trim["discard_iops"] == 1000.0 and trim["write_latency_s"] == pytest.approx(0.001)
+    assert not cap.warnings
+
+
+def test_sar_tps_and_await_count_discards_so_reads_and_writes_are_left_unknown() -> None:
+    """sar -d (sysstat 12.1.2+) counts discards in tps and await (rd_stats.c: nr_ios = rd_ios + wr_ios +
+    dc_ios; await over rd_ticks + wr_ticks + dc_ticks), as the iostat -x of the same seconds shows. An
+    fstrim's 1,000 discards/s at 40 ms are no writes: where dkB/s > 0, reads and writes are unknown."""
+    sar, io = read(FSTRIM_SAR), read(FSTRIM_IOSTAT)
+    sar_rows = [r for h, r in printed(FSTRIM_SAR, "DEV") if r[0] == "sdb"]
+    hdr = next(h for h, _ in printed(FSTRIM_SAR, "DEV"))
+    io_rows = [r for h, r in printed(FSTRIM_IOSTAT, "Device") if r[0] == "sdb"][1:]
+    ih = next(h for h, _ in printed(FSTRIM_IOSTAT, "Device"))
+    assert [r.end for r in sar.reports] == [r.end for r in io.reports]
+    trimmed = 0
+    for report, row, irow in zip(sar.reports, sar_rows, io_rows, strict=True):
+        ops = {k: column(ih, irow, f"{k}/s") for k in "rwd"}
+        ticks = sum(ops[k] * column(ih, irow, f"{k}_await") for k in "rwd")
+        assert column(hdr, row, "tps") == pytest.approx(sum(ops.values()))  # flushes are not counted
+        assert column(hdr, row, "await") == pytest.approx(ticks / sum(ops.values()), abs=0.005)
+        d = report.devices["sdb"]
+        assert d["reported_busy_ratio"] == column(hdr, row, "%util") / 100
+        # busy no more than tps x await: exact over every kind sar counts
+        bound = column(hdr, row, "tps") * column(hdr, row, "await") / 1000
+        assert d["idle_ratio"] == pytest.approx(1 - min(column(hdr, row, "%util") / 100, bound, 1.0))
+        if column(hdr, row, "dkB/s") > 0:
+            trimmed += 1
+            assert not {
+                "read_iops",
+                "write_iops",
+                "read_latency_s",
+                "write_latency_s",
+                "outstanding_io",
+            } & set(d)
+            assert d["write_bytes_s"] == column(hdr, row, "wkB/s") * 1024
+        else:
+            # no discards: tps is reads and writes, split by their byte share (an estimate: 150/150 of 200/100)
+            assert d["read_iops"] + d["write_iops"] == pytest.approx(ops["r"] + ops["w"])
+            assert d["write_latency_s"] == pytest.approx(column(hdr, row, "await") / 1000)
+    assert trimmed == 4
+    (warning,) = sar.warnings
+    assert warning.startswith("sdb: 4 sar -d intervals moved discards") and "iostat -x" in warning

@@ -7,6 +7,10 @@ LUN through the same config ``serve`` reads: a ``hosts[].disks`` entry naming th
 as the capture prints it (``dm-3``; ``mpatha`` with ``iostat -N`` or ``sar -p``). sysstat
 prints no WWID, so the automatic join is live-only (node_exporter).
 
+Path devices are no disks of their own (``analyze/linux_paths.py``): an NVMe namespace's hidden
+per-controller devices are its paths by name, a config-mapped multipath map's SCSI paths are the
+SCSI disks whose bytes sum to the map's; each disk lists them as its ``path_stats``.
+
 Partitions, CD drives, loop and RAM devices are left out. A capture without times
 (``iostat`` without ``-t``) is placed like an ONTAP capture without times: its last
 report at the file's modification time, reports ``--interval`` seconds apart (60 s
@@ -26,17 +30,28 @@ from typing import Any
 
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.host_intervals import MAX_STEPS, DiskColumn, Mapper
+from sanlens.analyze.linux_paths import PathGroups, compose, dm_groups, nvme_groups
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.errors import SanlensError
 from sanlens.hosts.linux_text import Capture, LinuxTextError, parse_iostat, parse_sar_disk, whole_disk
-from sanlens.model import HostDiskStats, HostView, Snapshot, iso_utc
+from sanlens.model import HostDiskStats, HostPathStats, HostView, Snapshot, iso_utc
 from sanlens.ontap.cli_capture import text_head
 
 DEFAULT_INTERVAL_S = 60.0
 MAX_LINE = 1 << 20
 # HostDiskStats fields an interval keeps: rates average, latencies weight by their op's rate
-_MEAN = ("read_iops", "write_iops", "read_bytes_s", "write_bytes_s", "idle_ratio", "outstanding_io")
-_WEIGHTED = (("read_latency_s", "read_iops"), ("write_latency_s", "write_iops"))
+_MEAN = (
+    "read_iops",
+    "write_iops",
+    "discard_iops",
+    "flush_iops",
+    "read_bytes_s",
+    "write_bytes_s",
+    "idle_ratio",
+    "reported_busy_ratio",
+    "outstanding_io",
+)
+_WEIGHTED = tuple((f"{k}_latency_s", f"{k}_iops") for k in ("read", "write", "discard", "flush"))
 _CHARTED = ("read_latency_s", "write_latency_s", "idle_ratio", "outstanding_io", "read_iops", "write_iops")
 _FIRST = re.compile(r"^Linux \S+ \([^)]*\)", re.M)
 _DEVICE_HEADER = re.compile(r"^\s*Device:?\s.*\b(r/s|rrqm/s)|\s(r/s|rrqm/s)\s.*\sDevice\s*$", re.M)
@@ -62,6 +77,7 @@ class LinuxInput:
     times: list[tuple[float, float]] = field(default_factory=list)  # (start, end) per report
     placed: bool = False  # no times in the capture: placed at the file's modification time
     mtime: float | None = None  # the file's modification time when it was opened
+    groups: PathGroups | None = None  # path devices under their disks (``group``)
 
     @property
     def path(self) -> str:
@@ -110,7 +126,21 @@ class LinuxInput:
             times.append((start, end))
         self.times = times
 
-    def disks(self) -> list[str]:
+    def group(self, mapper: Mapper | None = None) -> PathGroups:
+        """Path devices under their disks: NVMe by name; dm-multipath where ``mapper`` maps the map."""
+        reports = [r.devices for r in self.capture.reports]
+        seen = self._whole()
+        groups = PathGroups(nvme=nvme_groups(seen))
+        for paths in groups.nvme.values():
+            groups.hidden.update(paths)
+        if mapper is not None:
+            host = self.host
+            groups.dm, idle = dm_groups(reports, seen, lambda d: bool(mapper(host, d, ()).lun))
+            groups.hidden.update(idle, *groups.dm.values())
+        self.groups = groups
+        return groups
+
+    def _whole(self) -> list[str]:
         seen: dict[str, None] = {}
         for r in self.capture.reports:
             for d in r.devices:
@@ -118,34 +148,67 @@ class LinuxInput:
                     seen.setdefault(d, None)
         return list(seen)
 
-    def folded(self, max_steps: int = MAX_STEPS) -> Iterator[tuple[float, float, dict[str, dict[str, Any]]]]:
-        """(start, end, cooked fields per device) for at most ``max_steps`` groups of reports."""
+    def disks(self) -> list[str]:
+        """The disks judged: whole disks that are no other disk's path, NVMe namespaces even when only
+        their paths are printed."""
+        groups = self.groups or self.group()
+        out: dict[str, None] = {}
+        for d in self._whole():
+            if d in groups.hidden:
+                head = next((h for h, p in groups.nvme.items() if d in p), None)
+                if head is not None:
+                    out.setdefault(head, None)
+            else:
+                out.setdefault(d, None)
+        return list(out)
+
+    def folded(
+        self, max_steps: int = MAX_STEPS
+    ) -> Iterator[tuple[float, float, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]]:
+        """(start, end, cooked fields per disk, per path device) for at most ``max_steps`` groups of
+        reports."""
         reports = self.capture.reports
+        groups = self.groups or self.group()
         group = max(1, math.ceil(len(reports) / max_steps))
         devices = self.disks()
+        paths = sorted(groups.hidden)
+        composed = [compose(r.devices, groups) for r in reports]
         for g in range(0, len(reports), group):
             chunk = list(range(g, min(g + group, len(reports))))
             start, end = self.times[chunk[0]][0], self.times[chunk[-1]][1]
             per_device = {}
             for device in devices:
-                rows = [reports[i].devices[device] for i in chunk if device in reports[i].devices]
+                rows = [composed[i][device] for i in chunk if device in composed[i]]
                 if rows:
                     per_device[device] = _fold(rows)
-            yield start, end, per_device
+            per_path = {}
+            for p in paths:
+                rows = [reports[i].devices[p] for i in chunk if p in reports[i].devices]
+                if rows:
+                    per_path[p] = _fold(rows)
+            yield start, end, per_device, per_path
 
     def snapshots(self, mapper: Mapper) -> Iterator[Snapshot]:
         """One HostView per (folded) report, in time order."""
-        for start, end, per_device in self.folded():
+        groups = self.group(mapper)
+        for start, end, per_device, per_path in self.folded():
             disks = []
             for device, values in per_device.items():
                 m = mapper(self.host, device, ())
-                disks.append(HostDiskStats(self.host, device, **m.stats_fields(), platform="linux", **values))
+                paths = groups.paths(device)
+                extra: dict[str, Any] = {}
+                if paths:
+                    extra["observed_paths"] = len(paths)
+                    extra["path_stats"] = tuple(_path_stats(p, per_path.get(p, {})) for p in paths)
+                disks.append(
+                    HostDiskStats(self.host, device, **m.stats_fields(), platform="linux", **values, **extra)
+                )
             yield Snapshot(self.host, "host", end, view=HostView(self.host, end, end - start, tuple(disks)))
 
     def chart_points(self, max_points: int = 400) -> dict[DiskColumn, list[tuple[float, float]]]:
         """The report's chart series per device, in the fields the PerfMon charts use."""
         out: dict[DiskColumn, list[tuple[float, float]]] = {}
-        for _start, end, per_device in self.folded(max_points):
+        for _start, end, per_device, _paths in self.folded(max_points):
             for device, values in per_device.items():
                 for name in _CHARTED:
                     v = values.get(name)
@@ -190,6 +253,21 @@ class LinuxInput:
             }
             for (device, col), vals in acc.items()
         ]
+
+
+def _path_stats(path: str, v: dict[str, Any]) -> HostPathStats:
+    """A path device's own columns (sysstat prints no path state)."""
+    return HostPathStats(
+        path,
+        read_iops=v.get("read_iops"),
+        write_iops=v.get("write_iops"),
+        read_latency_s=v.get("read_latency_s"),
+        write_latency_s=v.get("write_latency_s"),
+        read_bytes_s=v.get("read_bytes_s"),
+        write_bytes_s=v.get("write_bytes_s"),
+        busy_ratio=v.get("reported_busy_ratio"),
+        outstanding_io=v.get("outstanding_io"),
+    )
 
 
 def _fold(rows: list[dict[str, float]]) -> dict[str, Any]:

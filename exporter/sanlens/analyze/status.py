@@ -152,7 +152,7 @@ def _linux(li: LinuxInput, warnings: list[str], f: Findings | None) -> dict[str,
         if did in judged or (kinds is not None and HOST not in kinds):
             continue
         if did == "host_path_loss":
-            not_eval[did] = "iostat and sar report no multipath paths (node_exporter's dmmultipath does)"
+            not_eval[did] = "iostat and sar report no path states (node_exporter's dmmultipath does)"
         elif not li.disks():
             not_eval[did] = "no whole-disk devices in the capture"
         else:

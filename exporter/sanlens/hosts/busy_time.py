@@ -13,7 +13,8 @@ A device can only be busy while at least one request is in flight, and the share
 or more in flight is at most the mean number in flight. That mean is Little's law over each kind's
 completions (rate x mean time, reads, writes, discards and flushes alike, since any of them keeps the
 device busy), so ``busy <= min(1, Σ rate x await)`` on every kernel, and the bound costs nothing
-where busy time is already right.
+where busy time is already right. Its limit is the same clock: a request counts in the interval it
+completes, so an interval that ends with a long request still in flight reads less busy than it was.
 """
 
 from __future__ import annotations
@@ -22,13 +23,17 @@ from collections.abc import Iterable
 
 
 def in_flight(pairs: Iterable[tuple[float | None, float | None]]) -> float | None:
-    """Mean requests in flight by Little's law: Σ rate x mean time over the kinds that report both."""
-    total, seen = 0.0, False
+    """Mean requests in flight by Little's law: Σ rate x mean time over the kinds that report both.
+
+    None when nothing completed: a request's time is counted when it completes, so a device busy
+    with requests that never complete (a hung path) would otherwise read as idle.
+    """
+    total, completed = 0.0, False
     for rate, await_s in pairs:
-        if rate is not None and await_s is not None:
-            total += max(rate, 0.0) * max(await_s, 0.0)
-            seen = True
-    return total if seen else None
+        if rate is not None and await_s is not None and rate > 0:
+            total += rate * max(await_s, 0.0)
+            completed = True
+    return total if completed else None
 
 
 def bounded_busy(busy_ratio: float | None, mean_in_flight: float | None) -> float | None:

@@ -14,10 +14,22 @@ Time: iostat's ``-t`` line (``%x %X`` in the locale: ``06/01/20 12:53:20`` or
 per-line ``HH:MM:SS [AM|PM]`` on the date of the file's header line, a day added each time
 the clock goes back (midnight). Times without a zone are read as UTC.
 
-Values become ``HostDiskStats`` fields in SI units: latencies in seconds, bytes, idle =
-1 - %util/100, mean I/Os in flight = aqu-sz. sar gives one ``tps`` and one ``await``: both
-ops get that await (so the IOPS-weighted latency and the total are exact) and tps is split
-by the read/write byte share, an estimate.
+Values become ``HostDiskStats`` fields in SI units: latencies in seconds, bytes. iostat's ``d/s
+d_await`` and ``f/s f_await`` (sysstat 12.1.2 and 12.3.1) are discards and flushes, kept apart from
+reads and writes. aqu-sz is the rate of diskstats field 11, the time of every kind: the mean reads
+and writes in flight are aqu-sz less d/s x d_await + f/s x f_await. ``%util`` is kept as printed
+(``reported_busy_ratio``); idle is 1 - %util/100 with the busy share bounded by the mean number of
+every kind in flight (``hosts/busy_time.py``: kernels from 5.0 until the 2024 io_ticks fix
+overcount busy time).
+
+sar records no per-kind operations (its ``stats_disk`` holds one ``nr_ios``): ``tps`` and
+``await`` are over reads, writes and, from sysstat 12.1.2 (the ``dkB/s`` column), discards
+(rd_stats.c ``read_diskstats_disk``, ``compute_ext_disk_stats``). Where a row moved no discard
+bytes, both ops get that await (the total and the IOPS-weighted latency are exact) and tps is split
+by the read/write byte share, an estimate. Where ``dkB/s`` > 0 the discards cannot be told from the
+reads and writes, whose sizes and latencies differ by orders of magnitude (an fstrim's discards
+run up to the device's discard_max_bytes each, in tens of ms): the row's read and write IOPS, latencies and numbers in flight are left
+unknown rather than guessed, its bytes and busy time kept, and the capture says so in a warning.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from sanlens.errors import SanlensError
+from sanlens.hosts.busy_time import idle_from_busy, in_flight
 
 # iostat / sar column -> (HostDiskStats field, factor to SI)
 COLUMNS: dict[str, tuple[str, float]] = {
@@ -43,6 +56,12 @@ COLUMNS: dict[str, tuple[str, float]] = {
     "wr_sec/s": ("write_bytes_s", 512.0),
     "r_await": ("read_latency_s", 1e-3),
     "w_await": ("write_latency_s", 1e-3),
+    "d/s": ("discard_iops", 1.0),
+    "d_await": ("discard_latency_s", 1e-3),
+    "f/s": ("flush_iops", 1.0),
+    "f_await": ("flush_latency_s", 1e-3),
+    "dkB/s": ("discard_bytes_s", 1024.0),
+    "dMB/s": ("discard_bytes_s", 1024.0 * 1024.0),
     "await": ("await_s", 1e-3),
     "aqu-sz": ("outstanding_io", 1.0),
     "avgqu-sz": ("outstanding_io", 1.0),
@@ -54,6 +73,7 @@ _NOT_DISKS = re.compile(r"^(sr|loop|z?ram|fd)\d+$|^(mmcblk\d+p|nvme\d+n\d+p|x?[s
 _FIRST = re.compile(r"^(?P<os>\S+) (?P<kernel>\S+) \((?P<host>[^)]*)\)\s+(?P<date>\S+)")
 _CLOCK = re.compile(r"^(\d{1,2}):(\d\d):(\d\d)$")
 HALF_DAY_S = 43200
+KINDS = ("read", "write", "discard", "flush")  # HostDiskStats ``<kind>_iops`` / ``<kind>_latency_s``
 _ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)([+-]\d{4}|Z)?$")
 
 
@@ -164,17 +184,33 @@ def _values(columns: list[str], cells: list[str]) -> tuple[dict[str, float], dic
         if spec is not None:
             out[spec[0]] = v * spec[1]
     await_s = out.pop("await_s", None)
-    if await_s is not None:  # one await for both ops (sysstat before 10, and sar)
-        out.setdefault("read_latency_s", await_s)
-        out.setdefault("write_latency_s", await_s)
+    tps = out.pop("tps", None)
+    discard_bytes = out.pop("discard_bytes_s", 0.0)  # no HostDiskStats field: in ``raw`` only
+    if tps is not None and "read_iops" not in out:  # sar: one count and one await over every kind
+        pairs: list[tuple[float | None, float | None]] = [(tps, await_s)]
+        if discard_bytes <= 0 or not tps:
+            rb, wb = out.get("read_bytes_s", 0.0), out.get("write_bytes_s", 0.0)
+            share = rb / (rb + wb) if rb + wb > 0 else 0.5
+            out["read_iops"], out["write_iops"] = tps * share, tps * (1.0 - share)
+            if await_s is not None:
+                out["read_latency_s"] = out["write_latency_s"] = await_s
+        else:
+            out.pop("outstanding_io", None)  # aqu-sz holds the discards too, in an unknown share
+    else:
+        if await_s is not None:  # one await for both ops (sysstat before 10)
+            out.setdefault("read_latency_s", await_s)
+            out.setdefault("write_latency_s", await_s)
+        pairs = [(out.get(f"{k}_iops"), out.get(f"{k}_latency_s")) for k in KINDS]
+        # aqu-sz is field 11, every kind's time; reads and writes in flight are what is left
+        other = in_flight(pairs[2:])
+        if other is not None and "outstanding_io" in out:
+            out["outstanding_io"] = max(out["outstanding_io"] - other, 0.0)
     busy = out.pop("busy_ratio", None)
     if busy is not None:
-        out["idle_ratio"] = min(max(1.0 - busy, 0.0), 1.0)
-    tps = out.pop("tps", None)
-    if tps is not None and "read_iops" not in out:
-        rb, wb = out.get("read_bytes_s", 0.0), out.get("write_bytes_s", 0.0)
-        share = rb / (rb + wb) if rb + wb > 0 else 0.5
-        out["read_iops"], out["write_iops"] = tps * share, tps * (1.0 - share)
+        out["reported_busy_ratio"] = busy
+        idle = idle_from_busy(busy, in_flight(pairs))
+        if idle is not None:
+            out["idle_ratio"] = idle
     return out, raw
 
 
@@ -261,6 +297,7 @@ def parse_sar_disk(path: str, stream: Iterable[str]) -> Capture:
     last_clock: int | None = None
     interval_start: float | None = None
     by_time: dict[float, Report] = {}
+    mixed: dict[str, int] = {}  # device -> rows whose tps and await mix discards with reads and writes
     for n, line in _lines(path, stream):
         text = line.strip()
         if not text:
@@ -311,8 +348,19 @@ def parse_sar_disk(path: str, stream: Iterable[str]) -> Capture:
             interval_start = t  # the next interval starts where this one ends
         report.devices[device] = values
         report.raw[device] = raw
+        if "read_iops" not in values and raw.get("tps"):
+            mixed[device] = mixed.get(device, 0) + 1
     if not cap.reports:
         raise LinuxTextError(path, None, "no DEV section: not sar -d output")
+    for device, n in mixed.items():
+        if not whole_disk(device):
+            continue
+        cap.warnings.append(
+            f"{device}: {n} sar -d interval{'s' if n > 1 else ''} moved discards (dkB/s > 0): sar counts them "
+            "in tps, await and aqu-sz with the reads and writes and prints no per-kind operations, so there "
+            "the read and write IOPS, latencies and numbers in flight are unknown (iostat -x prints d/s and "
+            "d_await apart)"
+        )
     if cap.date is None:
         cap.warnings.append("the header line has no date sanlens can read: times are placed on 1970-01-01")
     return cap
