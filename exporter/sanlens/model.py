@@ -253,6 +253,32 @@ class LifStats:
         return self.speed_gbps * (1e8 if self.protocol == "nvme_fc" else 1.25e8)
 
 
+def physical_port(port: str) -> str:
+    """The physical port under an Ethernet port: a VLAN's base (ONTAP names a VLAN ``<base>-<tag>``:
+    e0c-100 on e0c, a0a-200 on the ifgrp a0a), the port itself otherwise."""
+    base, sep, tag = port.rpartition("-")
+    return base if sep and base and tag.isdigit() else port
+
+
+@dataclass(frozen=True, slots=True)
+class EthPortStats:
+    """One Ethernet port's own traffic (ONTAP's nic_common): every LIF, VLAN and protocol on the link."""
+
+    cluster: str
+    node: str
+    port: str
+    speed_gbps: float | None = None  # link speed
+    rx_bytes_s: float | None = None  # received
+    tx_bytes_s: float | None = None  # sent
+
+    @property
+    def utilization(self) -> float | None:
+        """Busier direction over the link's data rate (full duplex; 125 MB/s per Gbit/s)."""
+        if not self.speed_gbps or (self.rx_bytes_s is None and self.tx_bytes_s is None):
+            return None
+        return max(self.rx_bytes_s or 0.0, self.tx_bytes_s or 0.0) / (self.speed_gbps * 1.25e8)
+
+
 @dataclass(frozen=True, slots=True)
 class BackgroundOp:
     cluster: str
@@ -292,6 +318,7 @@ class OntapView:
     background_ops: tuple[BackgroundOp, ...] = ()
     fc_ports: tuple[FcPortStats, ...] = ()
     lifs: tuple[LifStats, ...] = ()  # iSCSI and NVMe-oF LIFs
+    eth_ports: tuple[EthPortStats, ...] = ()  # Ethernet ports' own counters (nic_common)
     personality: str = "unified"  # unified (FAS, AFF, ASA) or asa-r2 (SAN-only, no aggregates)
     qos_workloads: tuple[QosWorkload, ...] = ()
     qos_policies: tuple[QosPolicy, ...] = ()

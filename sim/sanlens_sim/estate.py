@@ -88,6 +88,48 @@ def fcport_rates(x: Lif) -> dict[str, float]:
     return out
 
 
+# NAS clients' writes on every Ethernet port under a SAN LIF (an NFS datastore beside the LUNs): the
+# port's own counters (nic_common) carry them, no SAN LIF's do
+NAS_RX_BYTES_S = 20e6
+
+
+def physical_port(port: str) -> str:
+    """The physical port under an Ethernet port: ONTAP names a VLAN ``<base>-<tag>`` (e0e-100 on e0e)."""
+    base, sep, tag = port.rpartition("-")
+    return base if sep and base and tag.isdigit() else port
+
+
+@dataclass(frozen=True)
+class NicPort:
+    """A physical Ethernet port and every SAN LIF over it, on the port itself or on its VLANs."""
+
+    node: str
+    name: str
+    speed_gbps: int
+    lifs: tuple[Lif, ...]
+
+    @property
+    def up(self) -> bool:
+        return any(x.port_state != "down" for x in self.lifs)
+
+
+def nic_ports(w: World) -> list[NicPort]:
+    """The physical Ethernet ports under the world's iSCSI and NVMe/TCP LIFs, in the LIFs' order."""
+    by: dict[tuple[str, str], list[Lif]] = {}
+    for x in w.ip_lifs:
+        by.setdefault((x.node, physical_port(x.port)), []).append(x)
+    return [NicPort(node, port, xs[0].speed_gbps, tuple(xs)) for (node, port), xs in by.items()]
+
+
+def nic_rates(p: NicPort) -> dict[str, float]:
+    """A port's bytes: every LIF over it, of every protocol and VLAN (a target LIF sends the hosts'
+    reads and receives their writes), and the NAS clients' writes while the link is up."""
+    return {
+        "receive_bytes": sum(x.io.write_bytes for x in p.lifs) + (NAS_RX_BYTES_S if p.up else 0.0),
+        "transmit_bytes": sum(x.io.read_bytes for x in p.lifs),
+    }
+
+
 def volume_rates(io: IoRates) -> dict[str, float]:
     r, w, o = io.read_ops, io.write_ops, io.other_ops
     return {
@@ -251,6 +293,7 @@ KINDS: dict[str, Kind] = {
     "disk": Kind(lambda w: [d for a in w.aggregates for d in a.disks], lambda x: x.name, disk_rates),
     "lif": Kind(lambda w: w.lifs, lambda x: f"{x.svm}:{x.name}", lif_rates),
     "fcport": Kind(lambda w: w.fc_lifs, lambda x: f"{x.node}:{x.port}", fcport_rates),
+    "nic": Kind(nic_ports, lambda x: f"{x.node}:{x.name}", nic_rates),
     "wafl": Kind(lambda w: w.nodes, lambda x: x.name, wafl_rates),
     # QoS workloads (qos, qos_volume) and their centres per node (qos_detail, qos_detail_volume)
     "qos": Kind(lambda w: w.qos_workloads, lambda x: x.key, qos_world.workload_rates),

@@ -346,7 +346,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/network/ethernet/ports":
             items = ontap_network.ethernet_ports(w)
-            build = partial(ontap_network.ethernet_port_records, w)
+            build = partial(ontap_network.ethernet_port_records, w, estate=estate, t=t, with_stats=stats)
             ids = [ontap_network.ethernet_port_uuid(w, x) for x in items]
             return self._page(items, ids, key, build, paths, raw_path, query)
         elif path == "/api/svm/svms":

@@ -1,14 +1,17 @@
 """The fake ONTAP network collections: FC target ports, IP interfaces and Ethernet ports.
 
-FC ports carry keyperf ``statistics`` and IP interfaces their throughput, from
-:mod:`sanlens_sim.estate` at the instant of the request; the CLI pass-through
+FC ports carry keyperf ``statistics``, IP interfaces and Ethernet ports their throughput, from
+:mod:`sanlens_sim.estate` at the instant of the request. Ethernet ports are the physical ports under
+the iSCSI and NVMe/TCP LIFs and the VLANs over them a LIF sits on; the CLI pass-through
 (:mod:`sanlens_sim.ontap_cli`) lists the same LIFs and ports.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sanlens.model import iso_utc
-from sanlens_sim.estate import Estate
+from sanlens_sim.estate import Estate, NicPort, nic_ports
 from sanlens_sim.ontap_api import Json, node_uuid, svm_uuid
 from sanlens_sim.ontap_collections import LUN_STATS, keyperf
 from sanlens_sim.world import Lif, World, stable_uuid
@@ -65,7 +68,7 @@ def ip_interface_uuid(w: World, x: Lif) -> str:
     return stable_uuid(w.cluster, "lif", x.svm, x.name)
 
 
-def ethernet_port_uuid(w: World, x: Lif) -> str:
+def ethernet_port_uuid(w: World, x: Lif | EthPort) -> str:
     return stable_uuid(w.cluster, "ethport", x.node, x.port)
 
 
@@ -122,32 +125,84 @@ def ip_interface_records(estate: Estate, w: World, page: list[Lif], t: float, wi
     return out
 
 
-def ethernet_ports(w: World) -> list[Lif]:
-    """One Ethernet port per (node, port) an iSCSI or NVMe/TCP LIF uses."""
-    seen: dict[tuple[str, str], Lif] = {}
-    for x in w.ip_lifs:
-        seen.setdefault((x.node, x.port), x)
-    return list(seen.values())
+@dataclass(frozen=True)
+class EthPort:
+    """An Ethernet port ``/api/network/ethernet/ports`` lists: a physical port, or a VLAN over one."""
+
+    node: str
+    port: str
+    nic: NicPort  # the physical port (itself, for a physical port)
+
+    @property
+    def vlan(self) -> bool:
+        return self.port != self.nic.name
 
 
-def ethernet_port_records(w: World, page: list[Lif]) -> list[Json]:
-    """``/api/network/ethernet/ports``: speed in Mbit/s, as ONTAP reports it."""
+def ethernet_ports(w: World) -> list[EthPort]:
+    """The physical ports under the iSCSI and NVMe/TCP LIFs, each followed by the VLANs over it a LIF uses."""
+    out = []
+    for p in nic_ports(w):
+        out.append(EthPort(p.node, p.name, p))
+        out += [EthPort(p.node, v, p) for v in dict.fromkeys(x.port for x in p.lifs) if v != p.name]
+    return out
+
+
+def _throughput(estate: Estate, e: EthPort, t: float) -> tuple[int, int]:
+    """A port's cumulative bytes (sent, received): a physical port's own counters, a VLAN's its LIFs'."""
+    if not e.vlan:
+        cs = estate.counters["nic"]
+        idx = cs.index.get(f"{e.node}:{e.port}")
+        vals = cs.row(idx, t) if idx is not None else [0.0] * len(cs.names)
+        return int(vals[cs.col["transmit_bytes"]]), int(vals[cs.col["receive_bytes"]])
+    cs = estate.counters["lif"]
+    sent = received = 0
+    for x in e.nic.lifs:
+        idx = cs.index.get(f"{x.svm}:{x.name}")
+        if x.port == e.port and idx is not None:
+            vals = cs.row(idx, t)
+            sent += int(vals[cs.col["read_data"]])
+            received += int(vals[cs.col["write_data"]])
+    return sent, received
+
+
+def ethernet_port_records(
+    w: World, page: list[EthPort], estate: Estate | None = None, t: float = 0.0, with_stats: bool = False
+) -> list[Json]:
+    """``/api/network/ethernet/ports``: speed in Mbit/s, as ONTAP reports it; a VLAN names its base port
+    (ONTAP names it ``<base>-<tag>``). ``statistics.throughput_raw`` (since 9.8) when asked: read is what
+    the port sent, write what it received, as on IP interfaces."""
     out = []
     for x in page:
         uuid = ethernet_port_uuid(w, x)
-        out.append(
-            {
-                "uuid": uuid,
-                "name": x.port,
-                "node": {"name": x.node, "uuid": node_uuid(w, x.node)},
-                "type": "physical",
-                "enabled": True,
-                "state": "down" if x.port_state == "down" else "up",
-                "speed": x.speed_gbps * 1000,
-                "mtu": 9000,
-                "mac_address": "00:a0:98:" + ":".join(uuid[i : i + 2] for i in (0, 2, 4)),
-                "broadcast_domain": {"name": "Default", "ipspace": {"name": "Default"}},
-                "_links": {"self": {"href": f"/api/network/ethernet/ports/{uuid}"}},
+        rec: Json = {
+            "uuid": uuid,
+            "name": x.port,
+            "node": {"name": x.node, "uuid": node_uuid(w, x.node)},
+            "type": "vlan" if x.vlan else "physical",
+            "enabled": True,
+            "state": "up" if x.nic.up else "down",
+            "speed": x.nic.speed_gbps * 1000,
+            "mtu": 9000,
+            "mac_address": "00:a0:98:" + ":".join(uuid[i : i + 2] for i in (0, 2, 4)),
+            "broadcast_domain": {"name": "Default", "ipspace": {"name": "Default"}},
+        }
+        if x.vlan:
+            base = EthPort(x.node, x.nic.name, x.nic)
+            rec["vlan"] = {
+                "tag": int(x.port.rpartition("-")[2]),
+                "base_port": {
+                    "name": base.port,
+                    "node": {"name": x.node},
+                    "uuid": ethernet_port_uuid(w, base),
+                },
             }
-        )
+        if with_stats and estate is not None:
+            sent, received = _throughput(estate, x, t)
+            rec["statistics"] = {
+                "timestamp": iso_utc(t),
+                "status": "ok",
+                "throughput_raw": {"read": sent, "write": received, "total": sent + received},
+            }
+        rec["_links"] = {"self": {"href": f"/api/network/ethernet/ports/{uuid}"}}
+        out.append(rec)
     return out

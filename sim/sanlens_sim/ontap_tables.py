@@ -25,7 +25,7 @@ from typing import Any
 
 from sanlens.ontap.catalogue import CounterDef, TableDef, catalogue
 from sanlens_sim import qos_world
-from sanlens_sim.estate import CP_PHASES, UPTIME_S, Estate
+from sanlens_sim.estate import CP_PHASES, UPTIME_S, Estate, NicPort, nic_ports
 from sanlens_sim.ontap_api import ApiError, Json, asa_r2_refusal, disk_uid, node_uuid, svm_uuid, version_full
 from sanlens_sim.world import DOMAINS, Disk, Lif, Lun, Node, Volume, World
 
@@ -141,6 +141,16 @@ def _fcport_props(w: World, x: Lif) -> dict[str, Any]:
     }
 
 
+def _nic_props(w: World, p: NicPort) -> dict[str, Any]:
+    """A physical Ethernet port's properties: ``link_speed`` in Mbit/s with ONTAP's ``M``."""
+    return {
+        "node.name": p.node,
+        "link_speed": f"{p.speed_gbps * 1000}M",
+        "link_current_state": "up" if p.up else "down",
+        "type": "nic_ixl",
+    }
+
+
 def _tables() -> dict[str, Table]:
     cat = catalogue()
     specs = (
@@ -218,6 +228,14 @@ def _tables() -> dict[str, Table]:
             lambda w, x: f"{x.node}:{x.port}",
             _fcport_props,
             string_counters=("link.speed",),
+        ),
+        Table(
+            cat["nic_common"],
+            "nic",
+            nic_ports,
+            lambda x: f"{x.node}:{x.name}",
+            lambda w, x: f"{x.node}:{x.name}",
+            _nic_props,
         ),
         Table(
             cat["wafl"],

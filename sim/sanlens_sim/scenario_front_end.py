@@ -10,6 +10,7 @@ from sanlens_sim.builder import Builder
 from sanlens_sim.scenario_base import (
     ASA_R2,
     BUSY_PARALLEL_DOMAINS,
+    CLUSTER,
     LEGACY,
     MODERN,
     QUIET_DOMAINS,
@@ -17,9 +18,10 @@ from sanlens_sim.scenario_base import (
     balanced,
     builder_for,
     healthy_host,
+    parse_version,
     volumes_named,
 )
-from sanlens_sim.world import Aggregate, Host, HostDisk, Lun, Volume
+from sanlens_sim.world import Aggregate, Host, HostDisk, Lun, Volume, World
 
 
 # ------------------------------------------------------------------ san-oversubscription
@@ -175,6 +177,57 @@ def nvme_tcp(k: Knobs, phase: int) -> Builder:
     for i in range(3):
         b.volume(a2, f"app{i + 1}", 3000.0, lat_ms=(0.4, 0.5))
     b.volume(a2, "esx_nvmefc", 6000.0, lat_ms=(0.3, 0.35), luns=2, io_kb=32.0, protocol="nvme_fc")
+    b.spare(n1)
+    b.spare(n2)
+    return b
+
+
+# ------------------------------------------------------------------ shared-port
+SHARED_PORT = "e0e"
+SHARED_VLAN = f"{SHARED_PORT}-100"
+# large reads (256,000 bytes each): 700 MB/s through the iSCSI LIF, 600 MB/s through the NVMe/TCP LIF,
+# together 1.04 of the 10 GbE port's 1,250 MB/s, while each LIF alone is at 0.56 and 0.48 of it
+SHARED_IO_KB = 250.0
+SHARED_ISCSI_OPS = 700e6 / (SHARED_IO_KB * 1024)
+SHARED_NVME_OPS = 600e6 / (SHARED_IO_KB * 1024)
+
+
+class SharedPortBuilder(Builder):
+    """A cluster whose nodes carry iSCSI and NVMe/TCP over one physical port each, as sites do with VLANs:
+    the iSCSI LIF on the VLAN ``e0e-100``, the NVMe/TCP LIF on ``e0e`` itself."""
+
+    def build(self) -> World:
+        w = super().build()
+        for x in w.ip_lifs:
+            x.port = SHARED_VLAN if x.protocol == "iscsi" else SHARED_PORT
+        return w
+
+
+def shared_port(k: Knobs, phase: int) -> Builder:
+    """iSCSI and NVMe/TCP on one 10 GbE port of node 1 (one LIF each): sql01 reads 700 MB/s of iSCSI
+    LUNs, ora01 600 MB/s of NVMe/TCP namespaces, both hosts waiting on the port, not on the array."""
+    b = SharedPortBuilder(CLUSTER, parse_version(k.ontap_version) if k.ontap_version else MODERN)
+    n1, n2 = b.node(QUIET_DOMAINS), b.node()
+    b.eth_speed_gbps = ISCSI_SPEED_GBPS
+    b.protocol_lifs.update(iscsi=1, nvme_tcp=1)
+    a1 = b.aggregate(n1, [(12, 0.10)])
+    lat_ms = 1000.0 * fa_latency_s(2)
+    sql = b.volume(
+        a1, "sql01_data", SHARED_ISCSI_OPS, read_share=1.0, lat_ms=(1.0, 1.0), io_kb=SHARED_IO_KB,
+        protocol="iscsi",
+    )  # fmt: skip
+    sql01 = b.host("sql01")
+    for lun in b.luns_of(sql):
+        b.host_disk(sql01, lun, (lat_ms, lat_ms), idle=0.70, queue=2.0, paths=2)
+    ora = b.volume(
+        a1, "ora01_data", SHARED_NVME_OPS, read_share=1.0, lat_ms=(1.0, 1.0), io_kb=SHARED_IO_KB,
+        protocol="nvme_tcp",
+    )  # fmt: skip
+    ora01 = b.linux_host("ora01")
+    for ns in b.luns_of(ora):
+        b.linux_nvme_disk(ora01, ns, (lat_ms, lat_ms), idle=0.70, queue=2.0, paths=2)
+    balanced(b, n2, "n02a", ops=1500.0)
+    healthy_host(b, "sql02", volumes_named(b, "n02a"))
     b.spare(n1)
     b.spare(n2)
     return b

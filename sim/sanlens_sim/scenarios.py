@@ -29,6 +29,7 @@ from sanlens_sim.scenario_front_end import (
     nvme_tcp,
     path_faults,
     san_oversubscription,
+    shared_port,
     too_few_luns,
 )
 from sanlens_sim.scenario_qos import indirect_io, qos_throttle
@@ -148,6 +149,13 @@ SCENARIOS: dict[str, Scenario] = {
             "Active/Non-optimized): 90 % of the ops remote, 0.45 ms of cluster interconnect, latency healthy",
             ("indirect_io",),
             indirect_io,
+        ),
+        Scenario(
+            "shared-port",
+            "iSCSI and NVMe/TCP over one 10 GbE port per node (iSCSI on its VLAN e0e-100): the port at "
+            "1.04 of its link while each protocol's LIFs alone read about half",
+            ("san_oversubscription",),
+            shared_port,
         ),
     )
 }

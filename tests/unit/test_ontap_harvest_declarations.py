@@ -31,6 +31,7 @@ VIEW_ROWS = {
     "fc_ports": model.FcPortStats,
     "lifs": model.LifStats,
     "qos_workloads": model.QosWorkload,
+    "eth_ports": model.EthPortStats,
 }
 
 

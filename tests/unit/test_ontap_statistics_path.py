@@ -260,3 +260,152 @@ def test_lun_and_fc_port_statistics_cook_to_hand_arithmetic() -> None:
     assert p.write_bytes_s == pytest.approx((17_367_040_000 - 16_384_000_000) / dt)
     # FC runs at 100 MB/s per Gbit/s: the busier direction over 32G's 3,200 MB/s
     assert p.utilization == pytest.approx(max(p.read_bytes_s, p.write_bytes_s) / 3.2e9)
+
+
+def _project(rec: Any, paths: list[list[str]]) -> Any:
+    """``rec`` cut to ``paths``, nothing else: a ``fields=`` answer with no field it did not ask for."""
+    out: dict[str, Any] = {}
+    for path in paths:
+        src, dst = rec, out
+        for i, part in enumerate(path):
+            if not isinstance(src, dict) or part not in src:
+                break
+            if i == len(path) - 1:
+                dst[part] = src[part]
+            else:
+                src, dst = src[part], dst.setdefault(part, {})
+    return out
+
+
+def _strict(rsps: Any, path: str, first: list[dict[str, Any]], later: list[dict[str, Any]]) -> None:
+    """``path`` answering only the fields each request names: ``first`` to its first request for
+    statistics (and every one before), ``later`` after it."""
+    asked = {"statistics": 0}
+
+    def answer(req: Any) -> tuple[int, dict[str, str], str]:
+        from urllib.parse import parse_qs, urlparse
+
+        fields = parse_qs(urlparse(req.url).query).get("fields", [""])[0]
+        paths = [f.split(".") for f in fields.split(",") if f]
+        recs = later if asked["statistics"] else first
+        if any(p[0] == "statistics" for p in paths):
+            asked["statistics"] += 1
+        out = [_project(r, paths) for r in recs]
+        return 200, {}, json.dumps({"records": out, "num_records": len(out)})
+
+    rsps.add_callback(responses.GET, f"{BASE}/api/{path}", callback=answer)
+
+
+def test_every_statistics_object_asks_for_the_fields_it_reads() -> None:
+    """ONTAP answers only what ``fields=`` names: a row id or property not asked for is never there."""
+    for name, obj in statistics.objects().items():
+        assert statistics.unasked(obj) == (), name
+    assert "uuid" in statistics.objects()["fcp"].fields
+
+
+def test_fc_ports_of_two_nodes_with_one_name_stay_two_rows_when_ontap_answers_only_the_fields_asked() -> None:
+    """Both nodes have an FC port 0e: the rows are keyed by the port's uuid, so the request must ask for it."""
+    t1, t2 = "2026-11-24T10:00:00Z", "2026-11-24T10:01:15Z"  # 75 s apart
+    ports = [
+        {"name": "0e", "uuid": f"u-{node}-0e", "node": {"name": node}, "state": "online", "enabled": True,
+         "fabric": {"connected_speed": 32}}
+        for node in ("n1", "n2")
+    ]  # fmt: skip
+    sent = {"n1": (40_960_000_000, 43_417_600_000), "n2": (1_000_000_000, 1_750_000_000)}
+
+    def at(i: int) -> list[dict[str, Any]]:
+        ts = (t1, t2)[i]
+        return [
+            {**p, "statistics": _stats(ts, (1000 * (i + 1), 0), (0, 0), (sent[p["node"]["name"]][i], 0))}
+            for p in ports
+        ]
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        _cluster(rsps, (9, 14, 1))
+        for path in (
+            "cluster/nodes",
+            "storage/volumes",
+            "storage/luns",
+            "storage/aggregates",
+            "storage/disks",
+        ):
+            rsps.get(f"{BASE}/api/{path}", json=EMPTY)
+        for path in ("storage/namespaces", "network/ip/interfaces"):
+            rsps.get(f"{BASE}/api/{path}", status=404, json=NOT_FOUND)
+        _strict(rsps, "network/fc/ports", at(0), at(1))
+        src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"))
+        src.poll()
+        second = src.poll()
+    got = {(p.node, p.port): p for p in second.view.fc_ports}
+    assert set(got) == {("n1", "0e"), ("n2", "0e")}
+    assert got[("n1", "0e")].read_bytes_s == pytest.approx((43_417_600_000 - 40_960_000_000) / 75.0)
+    assert got[("n2", "0e")].read_bytes_s == pytest.approx(750_000_000 / 75.0)
+
+
+def test_ethernet_port_statistics_give_the_front_end_the_physical_ports_load() -> None:
+    """No counter tables: the Ethernet ports' statistics (throughput_raw since 9.8) are the port's own
+    bytes. An iSCSI LIF on the VLAN e0c-100 (700 MB/s of reads) and an NVMe/TCP LIF on e0c (600 MB/s)
+    share one 10 GbE link: 1.04 of it. Without the ports' samples the LIFs over e0c add up, named so."""
+    from sanlens.diagnose.base import Context
+    from sanlens.diagnose.front_end import LIF_SUM, PORT_COUNTERS, front_end
+    from sanlens.diagnose.history import History
+    from sanlens.model import LunStats
+
+    t1, t2 = "2026-11-24T10:00:00Z", "2026-11-24T10:01:40Z"  # 100 s apart
+    node = {"name": "n1"}
+    lifs = [
+        {"name": "iscsi1", "uuid": "u-iscsi1", "svm": {"name": "s1"}, "services": ["data_iscsi"], "state": "up",
+         "location": {"node": node, "port": {"name": "e0c-100", "node": node}}},
+        {"name": "nvme1", "uuid": "u-nvme1", "svm": {"name": "s1"}, "services": ["data_nvme_tcp"], "state": "up",
+         "location": {"node": node, "port": {"name": "e0c", "node": node}}},
+    ]  # fmt: skip
+    lif_sent = {"iscsi1": 700e6, "nvme1": 600e6}  # bytes per second
+    eth = [
+        {"name": "e0c", "uuid": "u-e0c", "node": node, "type": "physical", "state": "up", "speed": 10000},
+        {"name": "e0c-100", "uuid": "u-e0c-100", "node": node, "type": "vlan", "state": "up", "speed": 10000},
+    ]
+    # the physical port: both LIFs' reads sent, and NAS writes received no SAN LIF carries
+    port_rate = {"e0c": (1300e6, 50e6), "e0c-100": (700e6, 0.0)}  # (sent, received) per second
+
+    def throughput(ts: str, i: int, sent: float, received: float) -> dict[str, Any]:
+        s, r = int(1e12 + i * 100 * sent), int(1e12 + i * 100 * received)
+        return {"timestamp": ts, "status": "ok", "throughput_raw": {"read": s, "write": r, "total": s + r}}
+
+    def lif_recs(i: int) -> list[dict[str, Any]]:
+        ts = (t1, t2)[i]
+        return [{**x, "statistics": throughput(ts, i, lif_sent[x["name"]], 0.0)} for x in lifs]
+
+    def eth_recs(i: int) -> list[dict[str, Any]]:
+        ts = (t1, t2)[i]
+        return [{**p, "statistics": throughput(ts, i, *port_rate[p["name"]])} for p in eth]
+
+    def poll_twice(with_ports: bool) -> Any:
+        with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+            _cluster(rsps, (9, 14, 1))
+            for path in ("cluster/nodes", "storage/volumes", "storage/luns", "storage/aggregates",
+                         "storage/disks", "network/fc/ports"):  # fmt: skip
+                rsps.get(f"{BASE}/api/{path}", json=EMPTY)
+            rsps.get(f"{BASE}/api/storage/namespaces", status=404, json=NOT_FOUND)
+            _strict(rsps, "network/ip/interfaces", lif_recs(0), lif_recs(1))
+            if with_ports:
+                _strict(rsps, "network/ethernet/ports", eth_recs(0), eth_recs(1))
+            else:  # ports that carry no sample: their speeds alone
+                _strict(rsps, "network/ethernet/ports", eth, eth)
+            src = OntapSource(OntapTarget(name="c1", url=BASE, collection="statistics"))
+            src.poll()
+            return src.poll().view
+
+    lun = LunStats("c1", "s1", "v1", "/vol/v1/lun0", node="n1")
+    view = poll_twice(with_ports=True)
+    ports = {(p.node, p.port): p for p in view.eth_ports}
+    assert ports[("n1", "e0c")].tx_bytes_s == pytest.approx(1300e6)
+    assert ports[("n1", "e0c")].rx_bytes_s == pytest.approx(50e6)
+    assert ports[("n1", "e0c")].speed_gbps == pytest.approx(10.0)
+    fe = front_end(Context(0.0, {"c1": view}, {}, History()), lun)
+    assert (fe.protocol, fe.port, fe.port_basis) == ("iscsi", "e0c", PORT_COUNTERS)
+    assert fe.port_utilization == pytest.approx(1.04)
+
+    view = poll_twice(with_ports=False)
+    assert view.eth_ports == ()
+    fe = front_end(Context(0.0, {"c1": view}, {}, History()), lun)
+    assert (fe.port, fe.port_basis) == ("e0c", LIF_SUM) and fe.port_utilization == pytest.approx(1.04)

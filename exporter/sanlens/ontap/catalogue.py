@@ -175,7 +175,7 @@ class TableDef:
     aliases: dict[str, str] = field(default_factory=dict)  # zapi name -> REST name
     rest: bool = True  # served by /api/cluster/counter/tables (False: a CLI capture format)
     source: str = ""  # where the counters' types, units and meanings were checked
-    view: str = ""  # the OntapView rows it feeds (luns, volumes, nodes, disks, fc_ports, lifs)
+    view: str = ""  # the OntapView rows it feeds (luns, volumes, nodes, disks, fc_ports, lifs, eth_ports)
     harvest: HarvestDef | None = None  # how NetApp Harvest exports it; None when sanlens reads none
     schedule: str = ""  # "" every poll; "qos" on the target's QoS schedule
 

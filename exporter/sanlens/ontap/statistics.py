@@ -2,7 +2,7 @@
 
 ASA r2 systems serve no counter tables, releases before 9.11 none of the ones sanlens
 reads, and a site may prefer one request per object kind to a table walk: then the
-``statistics`` field of LUNs, namespaces, volumes, nodes and IP interfaces is the
+``statistics`` field of LUNs, namespaces, volumes, nodes, FC and Ethernet ports and IP interfaces is the
 source. ``statistics.yaml`` maps each object's fields onto the REST names of a counter
 table, so the rows cook, build the view and export exactly as the tables' rows do.
 
@@ -39,10 +39,22 @@ class StatisticsObject:
     properties: dict[str, str]  # table property -> the record's field
     counters: dict[str, str]  # statistics sub-field (iops_raw.read) -> table counter
     service: str = ""  # IP interfaces: the data service the LIF must offer
+    only_with: tuple[str, ...] = ()  # objects read before it: it is read only when one of them gave rows
 
     @property
     def params(self) -> dict[str, str]:
         return {"fields": ",".join((*self.fields, "statistics"))}
+
+
+def _asked(fields: Iterable[str], path: str) -> bool:
+    """Whether ``fields=`` brings ``path``: itself or an enclosing object."""
+    return any(path == f or path.startswith(f + ".") for f in fields)
+
+
+def unasked(obj: StatisticsObject) -> tuple[str, ...]:
+    """The record paths ``obj`` reads (row id, properties) that its ``fields`` do not ask for: ONTAP
+    answers only what ``fields=`` names, so an unasked row id would key every row alike."""
+    return tuple(p for p in (obj.row_id, *obj.properties.values()) if not _asked(obj.fields, p))
 
 
 @functools.cache
@@ -51,7 +63,7 @@ def objects() -> dict[str, StatisticsObject]:
     doc = yaml.safe_load(
         resources.files("sanlens.ontap").joinpath("statistics.yaml").read_text(encoding="utf-8")
     )
-    return {
+    out = {
         str(name): StatisticsObject(
             str(name),
             str(o["endpoint"]),
@@ -61,9 +73,17 @@ def objects() -> dict[str, StatisticsObject]:
             {str(k): str(v) for k, v in o["properties"].items()},
             {str(k): str(v) for k, v in o["counters"].items()},
             str(o.get("service", "")),
+            tuple(str(x) for x in o.get("only_with", ())),
         )
         for name, o in doc["objects"].items()
     }
+    names = list(out)
+    for name, obj in out.items():
+        if missing := unasked(obj):
+            raise ValueError(f"statistics.yaml: {name} reads {', '.join(missing)} without asking for it")
+        if any(o not in names[: names.index(name)] for o in obj.only_with):
+            raise ValueError(f"statistics.yaml: {name} is read only with objects read before it")
+    return out
 
 
 def _get(rec: Mapping[str, Any], path: str) -> Any:
@@ -126,6 +146,9 @@ def fetch_rows(
     out: dict[str, list[CounterRow]] = {}
     fetched: dict[str, list[dict[str, Any]]] = {objs["volume"].endpoint: vol_recs}
     for name, obj in objs.items():
+        if obj.only_with and not any(out.get(objs[o].table) for o in obj.only_with):
+            out.setdefault(obj.table, [])
+            continue
         if obj.endpoint not in fetched:
             params = obj.params
             if obj.service:  # one request serves every LIF kind: ask for the union of their fields

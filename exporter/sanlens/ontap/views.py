@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from sanlens.model import (
     AggregateInfo,
     BackgroundOp,
     DiskStats,
+    EthPortStats,
     FcPortStats,
     LifStats,
     LunStats,
@@ -248,6 +250,29 @@ def _lif(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> 
     )
 
 
+def _eth_port(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> EthPortStats:
+    """An Ethernet port's row, its speed from the row's ``link_speed`` or else the inventory's."""
+    node, port = lab["node"], lab["port"]
+    speed = link_speed_gbps(row.properties.get("link_speed", ""))
+    return EthPortStats(
+        cluster=ctx.cluster,
+        node=node,
+        port=port,
+        speed_gbps=speed or ctx.inv.eth_ports.get((node, port), {}).get("speed_gbps"),
+        **measured(EthPortStats, f),
+    )
+
+
+def link_speed_gbps(text: str) -> float | None:
+    """An Ethernet link speed in Gbit/s from ONTAP's Mbit/s: nic_common's ``10000M``, a port's ``10000``;
+    None for ``auto``, ``0`` or nothing."""
+    try:
+        mbps = float(text.strip().removesuffix("M"))
+    except ValueError:
+        return None
+    return mbps / 1000.0 if math.isfinite(mbps) and mbps > 0 else None
+
+
 # a table's ``view`` -> its row's view entry
 _MAKERS: dict[str, Callable[[_Ctx, CounterRow, dict[str, str], dict[str, Any]], Any]] = {
     "luns": _lun,
@@ -256,6 +281,7 @@ _MAKERS: dict[str, Callable[[_Ctx, CounterRow, dict[str, str], dict[str, Any]], 
     "disks": _disk,
     "fc_ports": _fc_port,
     "lifs": _lif,
+    "eth_ports": _eth_port,
 }
 
 
