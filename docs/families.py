@@ -454,7 +454,8 @@ HOSTS = (
         HOST,
         "seconds",
         "Linux `node_disk_io_time_seconds_total` (io_ticks, 32-bit ms, mod 2^32 ms)",
-        "time with at least one I/O in flight; `1 - rate()` = idle ratio (iostat's 100 - %util)",
+        "busy time as the kernel counts it (iostat's %util); kernels from 5.0 until the 2024 io_ticks fix "
+        "charge a whole jiffy per I/O start, so sanlens's idle ratio bounds it by the requests in flight",
         "Linux hosts (node_exporter)",
     ),
     Family(
@@ -463,8 +464,9 @@ HOSTS = (
         HOST,
         "seconds",
         "Linux `node_disk_io_time_weighted_seconds_total` (32-bit ms, mod 2^32 ms)",
-        "Σ over I/Os of their time in flight = ∫ queue length dt; `rate()` = mean I/Os in flight "
-        "(iostat's aqu-sz), the outstanding I/O `host_queue_limited` compares with Q_eff",
+        "since 5.0 the summed durations of completed requests of every kind, discards and flushes "
+        "included (iostat's aqu-sz); not read as reads and writes in flight, which come from their own "
+        "time sums",
         "Linux hosts (node_exporter)",
     ),
     Family(
@@ -521,7 +523,7 @@ HOSTS = (
         ("host", "disk", "path"),
         "seconds",
         "`node_disk_io_time_seconds_total` of the path device (32-bit ms)",
-        "time the path had at least one I/O in flight",
+        "busy time of the path device as the kernel counts it (bounded as the disk's is)",
         "Linux multipath disks",
     ),
 )

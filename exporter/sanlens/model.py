@@ -389,6 +389,7 @@ class HostDiskStats:
     flush_iops: float | None = None
     flush_latency_s: float | None = None
     reported_busy_ratio: float | None = None  # Linux busy time (%util) as counted, before its bound
+    kernel: str = ""  # the host's kernel release where its source names it (Linux node_uname_info)
     path_stats: tuple[HostPathStats, ...] = ()  # each path device, where the host reports them
 
     @property

@@ -7,9 +7,31 @@ such disk carries its LUN's ops and I/O sizes with the host's own latency, idle 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens_sim.world import Host, HostDisk, Lun, lun_serial
+
+# A kernel that accounts busy time precisely (RHEL 10's 6.12), on a 64-bit machine.
+DEFAULT_KERNEL = "6.12.0-55.9.1.el10_0.x86_64"
+DEFAULT_MACHINE = "x86_64"
+
+
+@dataclass
+class LinuxHost(Host):
+    """A Linux host: the kernel whose diskstats semantics its node_exporter page follows.
+
+    ``discard_storm``: disk (``mpatha``) -> (discards per second, seconds each), an fstrim on a
+    thin LUN, counted on the map's (or namespace's) own device. ``writes_wrap_after_s``: each device's write count (and written sectors) passes 2^32
+    that many seconds after the scenario starts, as on a long-running host; an ``unsigned long``
+    of a 32-bit machine wraps there.
+    """
+
+    kernel: str = DEFAULT_KERNEL
+    machine: str = DEFAULT_MACHINE
+    hz: int = 250  # CONFIG_HZ: Ubuntu's and Debian's (RHEL's is 1000)
+    discard_storm: dict[str, tuple[float, float]] = field(default_factory=dict)
+    writes_wrap_after_s: float | None = None
 
 
 def _sd_name(i: int) -> str:
@@ -66,9 +88,17 @@ class HostBuilder:
             paths=paths, optimized_paths=optimized_paths, ops_scale=ops_scale,
         )  # fmt: skip
 
-    def linux_host(self, name: str, dmmultipath: bool = True) -> Host:
-        """A Linux host with node_exporter; ``sda`` is its local boot disk, not a LUN."""
-        h = Host(name, os="linux", dmmultipath=dmmultipath)
+    def linux_host(
+        self,
+        name: str,
+        dmmultipath: bool = True,
+        kernel: str = DEFAULT_KERNEL,
+        machine: str = DEFAULT_MACHINE,
+        **options: Any,
+    ) -> LinuxHost:
+        """A Linux host with node_exporter; ``sda`` is its local boot disk, not a LUN. ``options``:
+        :class:`LinuxHost`'s others (``discard_storm``, ``writes_wrap_after_s``, ``hz``)."""
+        h = LinuxHost(name, os="linux", dmmultipath=dmmultipath, kernel=kernel, machine=machine, **options)
         h.disks.append(
             HostDisk(
                 "sda",

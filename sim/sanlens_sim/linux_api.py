@@ -5,9 +5,20 @@ dmmultipath collectors (``collector/diskstats_linux.go``, ``diskstats_common.go`
 ``dmmultipath_linux.go``; ``collector/fixtures/e2e-output.txt`` for the shape). Families
 come sorted by name and labels by key, as the Go client library writes them.
 
+The counters follow the host's kernel (``node_uname_info{release,machine}``, the uname collector):
+
+- busy time (field 10): from 5.0 until "block: support to account io_ticks precisely" (upstream
+  99dc422335d8, 6.10; 6.1.93 on the 6.1 branch) ``update_io_ticks`` charges every jiffy in which a
+  request starts: at HZ jiffies a second and S starts a second, the expected share of jiffies with
+  a start is 1 - e^(-S/HZ), so the counter grows 1 - e^(-S/HZ) x (1 - busy) s/s. Other kernels
+  charge the time with a request in flight. The time in flight is never above the mean number in
+  flight (Little's law over the time sums).
+- field 11: the summed duration of completed requests of every kind (reads, writes, discards).
+- counts and sectors are ``unsigned long``: on a 32-bit machine (i686, armv7l, ...) they wrap at 2^32.
+
 Each LUN-backed disk is a dm-multipath map (``mpatha`` on ``dm-2``, uuid ``mpath-`` + the
 WWID ``3600a0980`` + the hex of the LUN serial) over SCSI path devices. Widths are the
-kernel's: counts and sectors are 64-bit, every time is a 32-bit count of milliseconds
+kernel's: counts and sectors are ``unsigned long``, every time is a 32-bit count of milliseconds
 (``%u`` in ``diskstats_show``), so the exposed seconds wrap at 2^32 ms. A failed path
 device keeps its last counters and reads ``transport-offline`` (fast_io_fail_tmo
 expired, dev_loss_tmo not yet). The host also serves sanlens's textfile families: each
@@ -26,15 +37,21 @@ families, and the nvmesubsystem collector (off by default), are not served.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 
+from sanlens.hosts.catalogue import linux_word_bits
 from sanlens.join.directory import ontap_wwid
 from sanlens.serve.exposition import escape_label_value
-from sanlens_sim.estate import Estate
+from sanlens_sim.counters import CounterSet
+from sanlens_sim.estate import UPTIME_S, Estate
+from sanlens_sim.host_builder import DEFAULT_KERNEL, DEFAULT_MACHINE, LinuxHost
 from sanlens_sim.world import Host, HostDisk, Lun, lun_serial
 
 WRAP_MS = 2**32
+WRAP_WORD = 2**32  # an unsigned long of a 32-bit kernel
 FAILED_STATE = "transport-offline"
 NVME_FAILED_STATE = "connecting"  # a fabric controller whose connection is lost, until ctrl_loss_tmo
 NVME_MAJOR = "259"  # block extended major: NVMe namespaces and their hidden path devices
@@ -44,9 +61,9 @@ _SECTOR = 512
 
 # (family, type, HELP, estate counter or None for a gauge, kind: bytes | time | count)
 _DISK = (
-    ("node_disk_discard_time_seconds_total", "counter", "This is the total number of seconds spent by all discards.", None, "time"),
+    ("node_disk_discard_time_seconds_total", "counter", "This is the total number of seconds spent by all discards.", "discard_seconds", "time"),
     ("node_disk_discarded_sectors_total", "counter", "The total number of sectors discarded successfully.", None, "count"),
-    ("node_disk_discards_completed_total", "counter", "The total number of discards completed successfully.", None, "count"),
+    ("node_disk_discards_completed_total", "counter", "The total number of discards completed successfully.", "discards", "count"),
     ("node_disk_discards_merged_total", "counter", "The total number of discards merged.", None, "count"),
     ("node_disk_flush_requests_time_seconds_total", "counter", "This is the total number of seconds spent by all flush requests.", None, "time"),
     ("node_disk_flush_requests_total", "counter", "The total number of flush requests completed successfully", None, "count"),
@@ -68,14 +85,91 @@ def _labels(**kw: str) -> str:
     return "{" + ",".join(f'{k}="{escape_label_value(v)}"' for k, v in sorted(kw.items())) + "}"
 
 
-def _exposed(kind: str, value: float) -> float:
+def _exposed(kind: str, value: float, word_bits: int = 64) -> float:
     """A cumulative value as node_exporter shows it: times in 32-bit milliseconds x 0.001, bytes in
-    whole sectors, counts whole."""
+    whole sectors, counts whole; counts and sectors in the kernel's word."""
     if kind == "time":
         return (round(value * 1000.0) % WRAP_MS) / 1000.0
-    if kind == "bytes":
-        return float(int(value) // _SECTOR * _SECTOR)
-    return float(int(value))
+    sectors = int(value) // _SECTOR if kind == "bytes" else int(value)
+    if word_bits == 32:
+        sectors %= WRAP_WORD
+    return float(sectors * _SECTOR if kind == "bytes" else sectors)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """What a host's kernel does to its diskstats."""
+
+    release: str = DEFAULT_KERNEL
+    machine: str = DEFAULT_MACHINE
+    hz: int = 250
+
+    @classmethod
+    def of(cls, host: Host) -> Kernel:
+        if isinstance(host, LinuxHost):
+            return cls(host.kernel, host.machine, host.hz)
+        return cls()
+
+    @property
+    def version(self) -> tuple[int, int, int]:
+        m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", self.release)
+        return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else (0, 0, 0)
+
+    @property
+    def jiffy_per_start(self) -> bool:
+        """Busy time charged a jiffy per request start: 5.0 up to the fix (6.10; 6.1.93 on 6.1)."""
+        v = self.version
+        return (5, 0, 0) <= v < (6, 10, 0) and not (6, 1, 93) <= v < (6, 2, 0)
+
+    @property
+    def word_bits(self) -> int:
+        return linux_word_bits(self.machine)
+
+
+def _busy_rate(rates: dict[str, float], kernel: Kernel, storm: tuple[float, float]) -> float:
+    """Busy seconds a second the kernel counts: the time with a request in flight (no more than the
+    mean number in flight), or with a jiffy per start the expected share of jiffies charged."""
+    rw = rates.get("read_seconds", 0.0) + rates.get("write_seconds", 0.0)
+    true = min(1.0, min(rates.get("busy", 0.0), rw) + storm[0] * storm[1])
+    if not kernel.jiffy_per_start:
+        return true
+    starts = rates.get("reads", 0.0) + rates.get("writes", 0.0) + storm[0]
+    return 1.0 - math.exp(-starts / kernel.hz) * (1.0 - true)
+
+
+def _as_kernel(
+    cs: CounterSet, key: str, t: float, kernel: Kernel, storm: tuple[float, float], started: float,
+    wrap_after_s: float | None,
+) -> dict[str, float]:  # fmt: skip
+    """A device's cumulative counters as its kernel shows them at ``t``: busy time integrated
+    segment by segment of the scenario's rates, discards of a storm, field 11 the sum of every
+    kind's time, the write count moved to pass 2^32 ``wrap_after_s`` after ``started``. A live
+    scenario switch starts a new counter set from the estate's own busy time: on a kernel that
+    charges a jiffy per start, busy time then steps back once."""
+    i = cs.index.get(key)
+    if i is None:
+        return {}
+    c = dict(zip(cs.names, cs.row(i, t), strict=True))
+    busy = c.get("busy", 0.0)
+    segs = cs.segments
+    for s, (start, rates) in enumerate(segs):
+        if t <= start:
+            break
+        end = segs[s + 1][0] if s + 1 < len(segs) else t
+        dt = min(t, end) - start
+        if dt > 0:
+            seg = dict(zip(cs.names, rates[i], strict=True))
+            busy += (_busy_rate(seg, kernel, storm) - seg.get("busy", 0.0)) * dt
+    c["busy"] = busy
+    running = t - started + UPTIME_S
+    c["discards"] = storm[0] * running
+    c["discard_seconds"] = storm[0] * storm[1] * running
+    c["queue"] = c.get("read_seconds", 0.0) + c.get("write_seconds", 0.0) + c["discard_seconds"]
+    if wrap_after_s is not None:
+        at = dict(zip(cs.names, cs.row(i, started + wrap_after_s), strict=True))
+        c["writes"] = c.get("writes", 0.0) + WRAP_WORD - at.get("writes", 0.0)
+        c["write_bytes"] = c.get("write_bytes", 0.0) + WRAP_WORD * _SECTOR - at.get("write_bytes", 0.0)
+    return c
 
 
 def wwid_of(d: HostDisk) -> str:
@@ -112,12 +206,16 @@ def _family(lines: list[str], name: str, typ: str, help_: str, rows: Iterable[tu
 
 def render(estate: Estate, host: Host, t: float) -> str:
     hd, hp = estate.counters["hostdisk"], estate.counters["hostpath"]
+    kernel = Kernel.of(host)
+    storms = host.discard_storm if isinstance(host, LinuxHost) else {}
+    wrap_after = host.writes_wrap_after_s if isinstance(host, LinuxHost) else None
 
     def row(cs_key: str, kind: str = "hostdisk") -> dict[str, float]:
-        cs = hd if kind == "hostdisk" else hp
-        i = cs.index.get(cs_key)
-        vals = cs.row(i, t) if i is not None else [0.0] * len(cs.names)
-        return dict(zip(cs.names, vals, strict=True))
+        disk = cs_key.split("/")[1]
+        storm = storms.get(disk, (0.0, 0.0)) if kind == "hostdisk" else (0.0, 0.0)
+        return _as_kernel(
+            hd if kind == "hostdisk" else hp, cs_key, t, kernel, storm, estate.started, wrap_after
+        )
 
     # device -> (counters, io_now); the boot disk's LVM root mirrors it, swap stays idle
     devices: dict[str, tuple[dict[str, float], float]] = {}
@@ -129,7 +227,6 @@ def render(estate: Estate, host: Host, t: float) -> str:
     controllers: list[tuple[str, str, str, str]] = []  # (nvmeC, subsystem serial, state, cntlid)
     for d in host.disks:
         c = row(f"{host.name}/{d.number}")
-        c["queue"] = c.get("read_seconds", 0.0) + c.get("write_seconds", 0.0)
         ns = namespaces.get(d.number)
         if ns is not None:
             k = list(namespaces).index(d.number)
@@ -148,7 +245,6 @@ def render(estate: Estate, host: Host, t: float) -> str:
             }
             for j, p in enumerate(d.path_devices):
                 pc = row(f"{host.name}/{d.number}/{p}", "hostpath")
-                pc["queue"] = pc.get("read_seconds", 0.0) + pc.get("write_seconds", 0.0)
                 live = p in d.live_paths
                 hidden = f"nvme{k}c{first + j}n1"
                 devices[hidden] = (pc, round(d.queue / max(len(d.live_paths), 1)) if live else 0.0)
@@ -173,7 +269,6 @@ def render(estate: Estate, host: Host, t: float) -> str:
         wwid = wwid_of(d)
         for k, p in enumerate(d.path_devices):
             pc = row(f"{host.name}/{d.number}/{p}", "hostpath")
-            pc["queue"] = pc.get("read_seconds", 0.0) + pc.get("write_seconds", 0.0)
             live = p in d.live_paths
             devices[p] = (pc, round(d.queue / max(len(d.live_paths), 1)) if live else 0.0)
             minors[p] = 16 * _sd_index(p)
@@ -202,7 +297,7 @@ def render(estate: Estate, host: Host, t: float) -> str:
             if name == "node_disk_io_now":
                 v = io_now
             else:
-                v = _exposed(kind, c.get(counter, 0.0)) if counter else 0.0
+                v = _exposed(kind, c.get(counter, 0.0), kernel.word_bits) if counter else 0.0
             rows.append((_labels(device=dev), v))
         families[name] = (typ, help_, rows)
     families["node_disk_device_mapper_info"] = (
@@ -323,6 +418,24 @@ def render(estate: Estate, host: Host, t: float) -> str:
                 *(("dmmultipath",) if host.dmmultipath else ()),
                 *(("nvme",) if controllers else ()),
                 "textfile",
+                "uname",
+            )
+        ],
+    )
+    families["node_uname_info"] = (
+        "gauge",
+        "Labeled system information as provided by the uname system call.",
+        [
+            (
+                _labels(
+                    domainname="(none)",
+                    machine=kernel.machine,
+                    nodename=host.name,
+                    release=kernel.release,
+                    sysname="Linux",
+                    version="#1 SMP PREEMPT_DYNAMIC",
+                ),
+                1.0,
             )
         ],
     )

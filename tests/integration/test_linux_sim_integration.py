@@ -5,6 +5,7 @@ configured as a user would (``source: node_exporter`` and the page's URL, nothin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,7 +20,9 @@ from sanlens.config import Config, DiagnoseConfig, Duration, HostTarget, OntapTa
 from sanlens.errors import SourceError
 from sanlens.hosts.node_exporter import NodeExporterSource
 from sanlens.join.directory import LunDirectory, LunIdentity, volume_from_path
+from sanlens.model import HostDiskStats, HostView
 from sanlens.runtime.exporter import Exporter
+from sanlens_sim.host_builder import LinuxHost
 from sanlens_sim.server import Simulator
 
 T0 = 1_700_000_000.0
@@ -198,7 +201,7 @@ def test_too_few_luns_queue_limits_the_linux_disk_and_its_lun_nears_the_ceiling(
         rounds(ex, clock, 4)
         (q,) = fired(ex, "host_queue_limited", host="ora01")
         assert q["subject"]["disk"] == "mpatha" and q["subject"]["lun"] == "/vol/ora01_db/lun0"
-        # the queue integral's rate: 30,000/s x 1.6 ms in flight, of depth 32 (the textfile) x 1 path
+        # reads and writes in flight from their time sums: 30,000/s x 1.6 ms, of depth 32 (the textfile) x 1 path
         assert q["evidence"]["outstanding_io"] == pytest.approx(30000 * 0.0016, rel=0.02)
         assert q["evidence"]["queue_effective_depth"] == 32
         assert "lpfc_lun_queue_depth" in q["recommendation"]
@@ -249,3 +252,86 @@ def test_demo_scenario_has_the_linux_host_oversubscribed() -> None:
             "mpatha",
             "mpathb",
         }
+
+
+def linux_host(sim: Simulator, name: str) -> list[LinuxHost]:
+    """The host in every phase world of the scenario, to set its kernel and options on."""
+    out = [h for w in sim.estate.worlds for h in w.hosts if h.name == name]
+    assert out and all(isinstance(h, LinuxHost) for h in out)
+    return out  # type: ignore[return-value]
+
+
+def polled_twice(sim: Simulator, clock: Clock, host: str) -> dict[str, HostDiskStats]:
+    """Two polls of ``host``'s node_exporter page one STEP apart, as a user configures the host."""
+    src = NodeExporterSource(HostTarget(name=host, url=f"{sim.url}/linux/{host}/metrics"))
+    src.clock = clock  # type: ignore[method-assign]
+    src.poll()
+    clock.t += STEP
+    snap = src.poll()
+    src.close()
+    assert isinstance(snap.view, HostView)
+    return {d.disk: d for d in snap.view.disks}
+
+
+def rates(sim: Simulator, clock: Clock, host: str, device: str, *names: str) -> list[float]:
+    """Per-second changes of ``device``'s counters over one STEP of the page itself."""
+    p0 = page(sim, host)
+    clock.t += STEP
+    p1 = page(sim, host)
+    return [(value(p1, n, device=device) - value(p0, n, device=device)) / STEP for n in names]
+
+
+def test_the_page_names_its_kernel_and_busy_time_follows_its_rule() -> None:
+    """sda, the boot disk: 15 reads/s of 0.3 ms and 40 writes/s of 0.5 ms, 0.0245 in flight. A kernel
+    that charges a jiffy per I/O start (5.15, HZ=250) counts 1 - e^(-55/250) x (1 - 0.0245) busy."""
+    counted = 1.0 - math.exp(-55.0 / 250.0) * (1.0 - 0.0245)
+    for release, busy in (("6.12.0-55.9.1.el10_0.x86_64", 0.0245), ("5.15.0-91-generic", counted)):
+        clock = Clock(T0)
+        with Simulator("path-faults", clock=clock) as sim:
+            for h in linux_host(sim, "ora01"):
+                h.kernel = release
+            (uname,) = page(sim, "ora01")["node_uname_info"]
+            assert uname[0] | {"version": ""} == {"domainname": "(none)", "machine": "x86_64", "nodename": "ora01",
+                                                  "release": release, "sysname": "Linux", "version": ""}  # fmt: skip
+            io, rt, wt = rates(sim, clock, "ora01", "sda", "node_disk_io_time_seconds_total",
+                               "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total")  # fmt: skip
+            assert rt + wt == pytest.approx(0.0245, rel=0.01)
+            assert io == pytest.approx(busy, rel=0.01)
+            d = polled_twice(sim, clock, "ora01")["sda"]
+            assert d.idle_ratio == pytest.approx(1.0 - 0.0245, rel=0.01)  # 97.5 % idle on either kernel
+            assert d.reported_busy_ratio == pytest.approx(busy, rel=0.01)
+
+
+def test_a_discard_storm_leaves_the_reads_and_writes_in_flight_as_they_were() -> None:
+    """An fstrim on mpatha's thin LUN, 2,000 discards/s of 40 ms: field 11 grows 80 s/s more."""
+    clock = Clock(T0)
+    with Simulator("path-faults", clock=clock) as sim:
+        quiet = polled_twice(sim, clock, "ora01")["mpatha"]
+        for h in linux_host(sim, "ora01"):
+            h.discard_storm = {"mpatha": (2000.0, 0.040)}
+        rt, wt, w11, dc = rates(sim, clock, "ora01", "dm-2", "node_disk_read_time_seconds_total",
+                                "node_disk_write_time_seconds_total", "node_disk_io_time_weighted_seconds_total",
+                                "node_disk_discards_completed_total")  # fmt: skip
+        assert w11 == pytest.approx(rt + wt + 80.0, rel=0.01) and dc == pytest.approx(2000.0)
+        d = polled_twice(sim, clock, "ora01")["mpatha"]
+    assert quiet.outstanding_io is not None
+    assert d.outstanding_io == pytest.approx(quiet.outstanding_io, rel=0.01)
+    assert d.outstanding_io == pytest.approx(rt + wt, rel=0.01)
+    assert d.discard_iops == pytest.approx(2000.0) and d.discard_latency_s == pytest.approx(0.040)
+
+
+def test_a_32_bit_hosts_write_count_wraps_at_2_32_and_is_no_restart() -> None:
+    clock = Clock(T0)
+    with Simulator("path-faults", clock=clock) as sim:
+        for h in linux_host(sim, "ora01"):
+            h.machine, h.kernel, h.writes_wrap_after_s = "armv7l", "5.10.0-28-armmp", STEP / 2
+        p0 = page(sim, "ora01")
+        clock.t += STEP
+        p1 = page(sim, "ora01")
+        clock.t -= STEP
+        w0, w1 = (value(p, "node_disk_writes_completed_total", device="dm-2") for p in (p0, p1))
+        assert w1 < w0 < 2**32  # the page shows the wrap
+        writes = (w1 - w0) % 2**32 / STEP
+        d = polled_twice(sim, clock, "ora01")["mpatha"]
+    assert d.write_iops == pytest.approx(writes) and writes > 0
+    assert d.read_iops is not None and d.read_iops > 0  # no restart: every counter kept its rate

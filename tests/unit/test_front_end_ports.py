@@ -67,7 +67,9 @@ def test_without_port_counters_the_lifs_over_the_physical_port_add_up_and_say_so
     fe = front_end(_ctx(SHARED), LUN)
     assert fe.port_utilization == pytest.approx(1.04)
     assert (fe.port, fe.port_basis) == ("e0c", LIF_SUM) and LIF_SUM == "LIF sum, port counters missing"
-    assert fe.port_evidence == "busiest iSCSI port e0c at 104% of link speed (LIF sum, port counters missing)"
+    assert (
+        fe.port_evidence == "busiest iSCSI port e0c at 104 % of link speed, by LIF sum, port counters missing"
+    )
 
 
 def test_a_port_row_without_a_speed_takes_its_lifs_port_speed() -> None:

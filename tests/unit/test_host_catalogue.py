@@ -6,7 +6,14 @@ import dataclasses
 
 import pytest
 
-from sanlens.hosts.catalogue import CATALOGUES, NODE_EXPORTER, PERFMON, WINDOWS_EXPORTER, WINRM
+from sanlens.hosts.catalogue import (
+    CATALOGUES,
+    NODE_EXPORTER,
+    PERFMON,
+    WINDOWS_EXPORTER,
+    WINRM,
+    linux_word_bits,
+)
 from sanlens.hosts.cooking import COUNTER_FIELDS, DiskReading
 from sanlens.hosts.exporter_scrape import parse_scrape
 from sanlens.hosts.perfmon_source import DISK_COUNTERS
@@ -94,3 +101,14 @@ def test_perfmon_reads_the_english_physicaldisk_counters_it_cooks_from() -> None
     assert DISK_COUNTERS["avg. disk read queue length"] == "read_queue"
     assert "% disk read time" not in DISK_COUNTERS  # PDH caps it at 100 when it formats the log
     assert PERFMON.cooked and PERFMON.moduli() == {}
+
+
+def test_a_32_bit_kernels_counts_and_sectors_wrap_at_2_to_the_32_and_its_times_as_ever() -> None:
+    m64, m32 = NODE_EXPORTER.moduli(64), NODE_EXPORTER.moduli(32)
+    for count in ("reads", "writes", "discards", "flushes"):
+        assert m32[count] == 2.0**32, count
+    for sectors in ("read_bytes", "write_bytes"):
+        assert m32[sectors] == 2.0**32 * 512, sectors
+    for time_field in ("read_time_s", "busy_s", "queue_time_s"):
+        assert m32[time_field] == m64[time_field], time_field
+    assert [linux_word_bits(m) for m in ("i686", "armv7l", "x86_64", "aarch64", "")] == [32, 32, 64, 64, 64]

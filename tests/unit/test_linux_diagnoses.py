@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from tests.builders import engine, finding, hostview, lun, mapped, now_state, ontap, snap, state
 
-from sanlens.model import HostDiskStats, HostPathStats
+from sanlens.hosts.catalogue import NODE_EXPORTER
+from sanlens.hosts.cooking import DiskReading, HostCooker
+from sanlens.hosts.mapping import DiskMapping
+from sanlens.model import HostDiskStats, HostPathStats, HostView
 
 KEY = "ora01/disk mpatha"
 PATHS = (HostPathStats("sdb", "running", "active/optimized"), HostPathStats("sdc", "transport-offline"))
@@ -35,9 +40,8 @@ def test_path_loss_names_the_failed_path_devices_and_multipath() -> None:
     assert win is not None and "mpclaim -s -d" in win["recommendation"]
 
 
-def test_queue_limited_reads_the_queue_integral_and_advises_the_hba_and_nr_requests() -> None:
-    # 1,000 IOPS at 1.6 ms is 1.6 in flight by Little's law, yet the queue integral says 40 of 32 x 1:
-    # requests wait in the dm queue above the paths, and only the integral sees them
+def test_queue_limited_reads_the_mean_in_flight_and_advises_the_hba_and_nr_requests() -> None:
+    # the interval's mean in flight (40 of 32 x 1) judges the queue, not X x R of the latencies shown
     busy = {"idle_ratio": 0.02, "read_iops": 700.0, "write_iops": 300.0}
     slow = {"read_latency_s": 0.0016, "write_latency_s": 0.0016, "paths": 1, **busy}
     level, f = judged(
@@ -60,7 +64,7 @@ def test_queue_limited_reads_the_queue_integral_and_advises_the_hba_and_nr_reque
         linux(outstanding_io=None, **slow),
         ontap(0, luns=(lun(read_latency_s=0.0003, write_latency_s=0.0003),)),
     )
-    assert level == 0  # without the integral, X x R = 1.6 of 32: not full
+    assert level == 0  # without the mean in flight, X x R = 1.6 of 32: not full
 
 
 def test_oversubscription_advice_checks_multipath_paths() -> None:
@@ -106,3 +110,55 @@ def test_a_disk_the_source_knows_is_local_is_left_to_latency_slo() -> None:
         )
         == 1
     )
+
+
+def cooked(rates: dict[str, float], dt: float = 15.0) -> HostDiskStats:
+    """mpatha cooked from two diskstats readings ``dt`` apart that grow at ``rates`` per second."""
+    cooker = HostCooker("ora01", NODE_EXPORTER.moduli())
+    start = {k: 1000.0 for k in rates}
+    snaps = [
+        cooker.cook(t, [DiskReading("mpatha", platform="linux", **{k: start[k] + v * t for k, v in rates.items()})],
+                    {"mpatha": DiskMapping("")})
+        for t in (0.0, dt)
+    ]  # fmt: skip
+    view = snaps[-1].view
+    assert isinstance(view, HostView)
+    (d,) = view.disks
+    return d
+
+
+def as_linux(c: HostDiskStats, **kw: Any) -> HostDiskStats:
+    """The cooked rates on a disk mapped to the builders' LUN."""
+    fields = ("read_iops", "write_iops", "read_latency_s", "write_latency_s", "idle_ratio", "outstanding_io",
+              "reported_busy_ratio", "discard_iops", "discard_latency_s")  # fmt: skip
+    return linux(**{f: getattr(c, f) for f in fields}, **kw)
+
+
+def test_oversubscription_sees_an_idle_disk_that_a_jiffy_per_io_start_reads_busy() -> None:
+    """500 cache-hit reads/s of 0.3 ms and 10 writes/s of 25 ms: 0.4 in flight, 60 % idle. A 5.15 kernel
+    at HZ=250 charges the jiffies in which an I/O starts, 1 - e^(-510/250) x 0.6 = 92 % busy."""
+    counted = 1.0 - (2.718281828459045 ** (-510 / 250)) * 0.6
+    c = cooked({"reads": 500.0, "writes": 10.0, "read_time_s": 500 * 0.0003, "write_time_s": 10 * 0.025,
+                "busy_s": counted, "queue_time_s": 0.4})  # fmt: skip
+    assert c.idle_ratio == pytest.approx(0.6)
+    array = ontap(0, luns=(lun(read_latency_s=0.0001, write_latency_s=0.0001),))  # host 7.8x the LUN's
+    level, f = judged("san_oversubscription", replace(as_linux(c), kernel="5.15.0-91-generic"), array)
+    assert level == 2 and f is not None
+    assert f["evidence"]["host_idle_ratio"] == pytest.approx(0.6)
+    assert "Busy time as counted 92 %, bounded by the requests in flight to 40 %" in f["recommendation"]
+    assert "(kernel 5.15.0-91-generic: kernels from 5.0" in f["recommendation"]
+
+
+def test_queue_limited_is_not_fooled_by_discards_in_field_11() -> None:
+    """An fstrim on a thin LUN, 2,000 discards/s of 40 ms: field 11 grows 80 s/s more than the 1.6 reads
+    and writes in flight of 1,000 IOPS at 1.6 ms; the queue of 32 x 1 is not full."""
+    c = cooked({"reads": 700.0, "writes": 300.0, "read_time_s": 700 * 0.0016, "write_time_s": 300 * 0.0016,
+                "discards": 2000.0, "discard_time_s": 80.0, "busy_s": 0.98, "queue_time_s": 81.6})  # fmt: skip
+    assert c.outstanding_io == pytest.approx(1.6)
+    assert c.discard_iops == pytest.approx(2000.0) and c.discard_latency_s == pytest.approx(0.04)
+    level, f = judged(
+        "host_queue_limited",
+        as_linux(c, paths=1),
+        ontap(0, luns=(lun(read_latency_s=0.0003, write_latency_s=0.0003),)),
+    )
+    assert level == 0 and f is None

@@ -7,6 +7,7 @@ below are computed in the test from the two pages' values, never read back from 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,9 @@ COUNTERS = {
     "node_disk_io_time_seconds_total": "io",
     "node_disk_io_time_weighted_seconds_total": "weighted",
     "node_disk_discards_completed_total": "discards",
+    "node_disk_discard_time_seconds_total": "dtime",
     "node_disk_flush_requests_total": "flushes",
+    "node_disk_flush_requests_time_seconds_total": "ftime",
     "node_disk_io_now": "now",
 }
 HELP = {
@@ -57,7 +60,9 @@ HELP = {
     "node_disk_io_time_seconds_total": "Total seconds spent doing I/Os.",
     "node_disk_io_time_weighted_seconds_total": "The weighted # of seconds spent doing I/Os.",
     "node_disk_discards_completed_total": "The total number of discards completed successfully.",
+    "node_disk_discard_time_seconds_total": "This is the total number of seconds spent by all discards.",
     "node_disk_flush_requests_total": "The total number of flush requests completed successfully",
+    "node_disk_flush_requests_time_seconds_total": "This is the total number of seconds spent by all flush requests.",
     "node_disk_io_now": "The number of I/Os currently in progress.",
 }
 
@@ -251,7 +256,7 @@ def test_rates_per_op_busy_and_in_flight_follow_the_counters() -> None:
     assert d.read_latency_s == pytest.approx((b["rtime"] - a["rtime"]) / (b["reads"] - a["reads"]))
     assert d.write_latency_s == pytest.approx((b["wtime"] - a["wtime"]) / (b["writes"] - a["writes"]))
     assert d.idle_ratio == pytest.approx(1.0 - (b["io"] - a["io"]) / dt)
-    assert d.outstanding_io == pytest.approx((b["weighted"] - a["weighted"]) / dt)
+    assert d.outstanding_io == pytest.approx((b["rtime"] - a["rtime"] + b["wtime"] - a["wtime"]) / dt)
     assert d.read_bytes_s == pytest.approx((b["rbytes"] - a["rbytes"]) / dt)
     assert d.queue_length == b["now"]
     assert d.platform == "linux"
@@ -262,7 +267,10 @@ def test_rates_per_op_busy_and_in_flight_follow_the_counters() -> None:
         (pb["rtime"] - pa["rtime"]) / (pb["reads"] - pa["reads"])
     )
     assert paths["sdb"].busy_ratio == pytest.approx((pb["io"] - pa["io"]) / dt)
-    assert paths["sdb"].outstanding_io == pytest.approx((pb["weighted"] - pa["weighted"]) / dt)
+    # reads and writes in flight from their own time sums, not field 11 (which counts every kind)
+    assert paths["sdb"].outstanding_io == pytest.approx(
+        (pb["rtime"] - pa["rtime"] + pb["wtime"] - pa["wtime"]) / dt
+    )
     # exposed: counters as node_exporter gave them, discards and flushes as ops of their own
     assert sample(s1, "sanlens_host_disk_ops_total", disk="mpatha", op="discard") == b["discards"]
     assert sample(s1, "sanlens_host_disk_busy_seconds_total", disk="mpatha") == b["io"]
@@ -275,17 +283,23 @@ def test_rates_per_op_busy_and_in_flight_follow_the_counters() -> None:
     assert sample(s1, "sanlens_host_disk_queue_depth", disk="mpatha") == 32
 
 
-def test_the_32_bit_millisecond_queue_integral_wraps_and_stays_exact() -> None:
-    # the weighted time sits 20 s below 2^32 ms and grows 8.5 s/s: it wraps within the 15 s interval
+def test_the_32_bit_millisecond_time_sums_wrap_and_stay_exact() -> None:
+    # the read time sum sits 20 s below 2^32 ms and grows 8 s/s, the weighted time 8.5 s/s: both wrap
+    # within the 15 s interval
     start = MS32 - 20.0
     p0, p1 = host_page(0.0, weighted0=start), host_page(15_000.0, weighted0=start)
-    wrapped = p1.devices["dm-2"]["weighted"] - MS32
-    p1.devices["dm-2"]["weighted"] = wrapped
-    assert 0 < wrapped < p0.devices["dm-2"]["weighted"]  # the page really shows a drop
+    for page in (p0, p1):
+        page.devices["dm-2"]["rtime"] += start - 1000.0
+    for name in ("rtime", "weighted"):
+        p1.devices["dm-2"][name] -= MS32
+        assert 0 < p1.devices["dm-2"][name] < p0.devices["dm-2"][name]  # the page really shows a drop
     _, s1 = _cook([(0.0, p0), (15.0, p1)])
     d = by_disk(s1)["mpatha"]
+    assert d.read_latency_s == pytest.approx(0.004)
     assert d.outstanding_io == pytest.approx(8.5)
     assert d.read_iops == pytest.approx(2000.0)  # a wrap is no restart: the other counters give rates
+    exposed = sample(s1, "sanlens_host_disk_queue_seconds_total", disk="mpatha")
+    assert exposed - p0.devices["dm-2"]["weighted"] == pytest.approx(8.5 * 15.0)
 
 
 def test_a_reboot_gives_no_rates_for_that_interval() -> None:
@@ -334,7 +348,7 @@ def test_a_single_path_lun_without_multipath_is_its_own_disk() -> None:
 def test_scrape_url_asks_for_the_block_device_collectors_unless_the_url_names_its_own() -> None:
     assert node_scrape_url("http://h:9100") == (
         "http://h:9100/metrics?collect[]=diskstats&collect[]=dmmultipath&collect[]=nvme"
-        "&collect[]=nvmesubsystem&collect[]=textfile"
+        "&collect[]=nvmesubsystem&collect[]=textfile&collect[]=uname"
     )
     assert node_scrape_url("https://h:9100/node/metrics?x=1", ["diskstats"]) == (
         "https://h:9100/node/metrics?x=1&collect[]=diskstats"
@@ -367,7 +381,7 @@ def test_a_collector_node_exporter_lacks_is_dropped_and_the_scrape_repeated() ->
     src.clock = lambda: 1000.0  # type: ignore[method-assign]
     snap = src.poll()
     assert len(asked) == 2 and "dmmultipath" not in asked[1] and "diskstats" in asked[1]
-    assert src.collectors == ["diskstats", "nvme", "nvmesubsystem", "textfile"]
+    assert src.collectors == ["diskstats", "nvme", "nvmesubsystem", "textfile", "uname"]
     assert "mpatha" in by_disk(snap)
     src.close()
 
@@ -404,3 +418,129 @@ def test_parse_page_rejects_text_that_is_not_prometheus() -> None:
     with pytest.raises(ValueError):
         parse_page('node_disk_reads_completed_total{device="sda" 1\n')
     assert readings(parse_page("")) == []
+
+
+def uname(release: str, machine: str = "x86_64") -> list[str]:
+    """node_exporter's uname collector, as a 1.x release writes it."""
+    return [
+        "# HELP node_uname_info Labeled system information as provided by the uname system call.",
+        "# TYPE node_uname_info gauge",
+        f'node_uname_info{{domainname="(none)",machine="{machine}",nodename="ora01",release="{release}",'
+        f'sysname="Linux",version="#101-Ubuntu SMP"}} 1',
+    ]
+
+
+def _polled(pages: list[tuple[float, Page]], caplog: pytest.LogCaptureFixture) -> Snapshot:
+    """The last of NodeExporterSource's polls of ``pages`` at their times."""
+    caplog.set_level(logging.INFO, logger="sanlens.hosts.cooking")
+    src = NodeExporterSource(_target())
+    texts, times = iter([p.text() for _, p in pages]), iter([t for t, _ in pages])
+    src.fetch = lambda url: _Resp(200, next(texts))  # type: ignore[method-assign]
+    src.clock = lambda: next(times)  # type: ignore[method-assign]
+    snaps = [src.poll() for _ in pages]
+    src.close()
+    return snaps[-1]
+
+
+def test_busy_time_counted_per_io_start_is_bounded_by_the_requests_in_flight(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 5.15 kernel charges a jiffy at each I/O start (update_io_ticks before 99dc422335d8): 500 reads/s of
+    0.3 ms read 88 % busy at HZ=250 while 0.15 of a request is in flight on average."""
+    pages = []
+    for t_ms in (0.0, 15_000.0):
+        page = host_page(t_ms)
+        page.extra += uname("5.15.0-91-generic")
+        k = t_ms / 1000.0
+        for name, share in (("dm-2", 1.0), ("sdb", 0.5), ("sdc", 0.5)):
+            page.devices[name].update(
+                reads=1e6 + 500 * share * k,
+                writes=1e6,
+                rtime=50.0 + 500 * share * 0.0003 * k,
+                wtime=20.0,
+                io=100.0 + 0.88 * k,
+                weighted=60.0 + 500 * share * 0.0003 * k,
+                discards=0.0,
+                flushes=0.0,
+            )
+        pages.append((100.0 + k, page))
+    d = by_disk(_polled(pages, caplog))["mpatha"]
+    assert (
+        "busy time as counted 88 %, bounded by the requests in flight to 15 % (kernel 5.15.0-91-generic)"
+        in (caplog.text)
+    )
+    assert d.read_iops == pytest.approx(500.0) and d.read_latency_s == pytest.approx(0.0003)
+    assert d.reported_busy_ratio == pytest.approx(0.88)  # as the kernel counted it
+    assert d.idle_ratio == pytest.approx(1.0 - 500 * 0.0003)  # 85 % idle, not 12 %
+    assert d.kernel == "5.15.0-91-generic"  # named to the diagnoses' advice
+    for path in d.path_stats:
+        assert path.busy_ratio == pytest.approx(250 * 0.0003)
+
+
+def test_busy_time_a_device_really_had_is_left_as_counted() -> None:
+    p0, p1 = host_page(0.0), host_page(15_000.0)
+    _, s1 = _cook([(0.0, p0), (15.0, p1)])
+    d = by_disk(s1)["mpatha"]
+    assert d.reported_busy_ratio == pytest.approx(0.6) and d.idle_ratio == pytest.approx(0.4)
+
+
+def test_discards_counted_in_field_11_stay_apart_from_reads_and_writes_in_flight() -> None:
+    """An fstrim on a thin LUN: 2,000 discards/s of 40 ms each. Since 5.0 field 11 sums every completed
+    request's duration, so it grows 80 s/s more; the reads and writes in flight stay 8.5."""
+    pages = []
+    for t_ms in (0.0, 15_000.0):
+        page = host_page(t_ms)
+        k = t_ms / 1000.0
+        mp = page.devices["dm-2"]
+        mp.update(
+            discards=1e5 + 2000 * k,
+            dtime=4e3 + 2000 * 0.040 * k,
+            flushes=500.0 + 10 * k,
+            ftime=2.0 + 10 * 0.002 * k,
+            weighted=5_000.0 + (8.5 + 80.0 + 0.02) * k,
+        )
+        pages.append((k, page))
+    _, s1 = _cook(pages)
+    d = by_disk(s1)["mpatha"]
+    assert d.outstanding_io == pytest.approx(8.5)
+    assert d.discard_iops == pytest.approx(2000.0) and d.discard_latency_s == pytest.approx(0.040)
+    assert d.flush_iops == pytest.approx(10.0) and d.flush_latency_s == pytest.approx(0.002)
+    assert d.read_iops == pytest.approx(2000.0) and d.write_iops == pytest.approx(500.0)
+    # field 11 is still exposed as the kernel counts it
+    assert sample(s1, "sanlens_host_disk_queue_seconds_total", disk="mpatha") == pytest.approx(
+        pages[1][1].devices["dm-2"]["weighted"]
+    )
+
+
+WRAP_COUNT = 2**32
+
+
+def _wrapping_writes(machine: str) -> list[tuple[float, Page]]:
+    """Two pages 15 s apart across which mpatha's write count (and its sectors) cross 2^32, as an
+    ``unsigned long`` does on a 32-bit kernel."""
+    pages = []
+    for t_ms in (0.0, 15_000.0):
+        page = host_page(t_ms)
+        page.extra += uname("4.19.0-27-686-pae" if machine != "x86_64" else "4.19.0-27-amd64", machine)
+        k = t_ms / 1000.0
+        mp = page.devices["dm-2"]
+        mp["writes"] = (WRAP_COUNT - 3000.0 + 500 * k) % WRAP_COUNT
+        mp["wbytes"] = (512.0 * (WRAP_COUNT - 100_000.0) + 500 * 65536 * k) % (512.0 * WRAP_COUNT)
+        pages.append((k, page))
+    assert pages[1][1].devices["dm-2"]["writes"] < pages[0][1].devices["dm-2"]["writes"]
+    return pages
+
+
+@pytest.mark.parametrize("machine", ["i686", "armv7l"])
+def test_a_32_bit_kernels_counts_wrap_at_2_32_and_are_no_restart(
+    machine: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    d = by_disk(_polled(_wrapping_writes(machine), caplog))["mpatha"]
+    assert d.write_iops == pytest.approx(500.0)
+    assert d.write_bytes_s == pytest.approx(500 * 65536.0)
+    assert d.read_iops == pytest.approx(2000.0)  # the other disks' and counters' rates are kept too
+
+
+def test_on_a_64_bit_kernel_the_same_drop_is_a_restart(caplog: pytest.LogCaptureFixture) -> None:
+    d = by_disk(_polled(_wrapping_writes("x86_64"), caplog))["mpatha"]
+    assert d.write_iops is None and d.read_iops is None

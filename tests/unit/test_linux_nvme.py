@@ -245,8 +245,10 @@ def test_the_namespace_joins_by_uuid_and_its_rates_follow_the_hand_arithmetic() 
     # 600 reads and 300 writes in 60 s; 0.3 s of read time over 600 reads, 0.24 s over 300 writes
     assert disk.read_iops == pytest.approx(10.0) and disk.write_iops == pytest.approx(5.0)
     assert disk.read_latency_s == pytest.approx(0.0005) and disk.write_latency_s == pytest.approx(0.0008)
-    assert disk.idle_ratio == pytest.approx(1.0 - 30.0 / 60.0)
-    assert disk.outstanding_io == pytest.approx(3.6 / 60.0)
+    # 30 s of busy time as counted, but only 0.54 s of requests in flight bound it
+    assert disk.reported_busy_ratio == pytest.approx(30.0 / 60.0)
+    assert disk.idle_ratio == pytest.approx(1.0 - 0.54 / 60.0)
+    assert disk.outstanding_io == pytest.approx(0.54 / 60.0)  # reads and writes, not field 11's 3.6 s
     assert (disk.observed_paths, disk.configured_paths) == (2, 2)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from sanlens.diagnose.base import Context
+from sanlens.diagnose.base import Context, pct
 from sanlens.model import LifStats, LunStats, OntapView, physical_port
 
 PROTOCOL_NAMES = {"fcp": "FC", "iscsi": "iSCSI", "nvme_tcp": "NVMe/TCP", "nvme_fc": "NVMe/FC", "nvme": "NVMe"}
@@ -44,10 +44,7 @@ class FrontEnd:
         """The busiest port's utilization in words, with what it was measured from."""
         if self.port_utilization is None:
             return ""
-        return (
-            f"busiest {self.name} port {self.port} at {self.port_utilization:.0%} of link speed "
-            f"({self.port_basis})"
-        )
+        return f"busiest {self.name} port {self.port} at {pct(self.port_utilization)} of link speed, by {self.port_basis}"
 
 
 Load = tuple[float, str, str]  # utilization, port, basis

@@ -9,6 +9,33 @@ from __future__ import annotations
 
 from sanlens.model import HostDiskStats
 
+# busy time as counted above the bounded figure by more than this is worth saying (rounding aside)
+BOUNDED_BY = 0.005
+
+
+def counted_busy(d: HostDiskStats) -> float | None:
+    """Linux busy time as the kernel counted it, where the requests in flight bounded it lower; else None.
+
+    Kernels from 5.0 until "block: support to account io_ticks precisely" (6.10, 6.1.93) charge a whole
+    jiffy at each I/O start, so short I/Os at low depth read busy (hosts/busy_time.py)."""
+    busy, idle = d.reported_busy_ratio, d.idle_ratio
+    if busy is None or idle is None or busy - (1.0 - idle) <= BOUNDED_BY:
+        return None
+    return busy
+
+
+def busy_note(d: HostDiskStats) -> str:
+    """The sentence that says busy time was bounded, or ''."""
+    busy = counted_busy(d)
+    if busy is None or d.idle_ratio is None:
+        return ""
+    kernel = f"kernel {d.kernel}: " if d.kernel else ""
+    return (
+        f" Busy time as counted {100.0 * busy:.0f} %, bounded by the requests in flight to "
+        f"{100.0 * (1.0 - d.idle_ratio):.0f} % ({kernel}kernels from 5.0 until the 2024 io_ticks fix "
+        "count a jiffy per I/O start)."
+    )
+
 
 def _failed_paths(d: HostDiskStats) -> str:
     bad = [f"{p.path} ({p.state})" for p in d.path_stats if not p.active]

@@ -8,7 +8,9 @@ active/optimized ones when the host reports them, else the active ones); the arr
 not saturated (its node below ``max_node_cpu_ratio``, no serial domain at
 ``max_serial_domain_ratio``); the disk is busy (idle below san_oversubscription's
 ``min_idle_ratio``: a full queue leaves no idle time, and a mostly idle disk that
-waits is that diagnosis's signature). Critical once R_host >= 5 S_array.
+waits is that diagnosis's signature; Linux busy time is bounded by the requests in
+flight, since kernels from 5.0 until 2024 count a jiffy per I/O start). Critical once
+R_host >= 5 S_array.
 
 Host-only: a full queue while the host latency is still under its class
 warning threshold means the queue caps throughput; warning at most, because
@@ -30,7 +32,7 @@ import math
 from sanlens.diagnose import iops_ceiling
 from sanlens.diagnose.base import Context, Observation, Thresholds, disk_key, disk_labels, ms, serial_domains
 from sanlens.diagnose.front_end import FrontEnd, front_end
-from sanlens.diagnose.host_advice import queue_depth_fix, spread_how
+from sanlens.diagnose.host_advice import busy_note, queue_depth_fix, spread_how
 from sanlens.diagnose.latency_slo import class_level
 from sanlens.diagnose.numeric import clamp01, num, total, weighted_latency
 from sanlens.diagnose.spec import (
@@ -185,9 +187,10 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
     t = th[ID]
     iops = total(d.read_iops, d.write_iops)
     r_host = weighted_latency(d.read_iops, d.write_iops, d.read_latency_s, d.write_latency_s)
-    # the mean outstanding I/O over the interval: the queue integral's rate where the host keeps one
-    # (Linux), else Little's law; one instantaneous queue sample that dips would restart the sustain
-    # window, so the sample only stands in without rates
+    # the mean outstanding reads and writes over the interval: their time sums' rates where the host keeps
+    # them (Linux; never field 11, which counts discards and flushes too), else Little's law; one
+    # instantaneous queue sample that dips would restart the sustain window, so it only stands in
+    # without rates
     n = num(d.outstanding_io)
     if n is None:
         n = iops * r_host if iops is not None and r_host is not None else num(d.queue_length)
@@ -259,7 +262,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
             f"throughput. N_luns = max(ceil(X*S/(0.75*Q_eff)), ceil(X/X_lun)) with X_lun = {x_lun:.0f}: "
             f"{need_now} LUN(s) for the observed {iops:.0f} IOPS, {need_demand} to carry the ~{demand:.0f} "
             f"IOPS this concurrency would drive. Spread the data over that many LUNs{spread_how(d)} (or "
-            f"{deeper_queue(d, fe)}), {port_budget(fe)}"
+            f"{deeper_queue(d, fe)}), {port_budget(fe)}{busy_note(d)}"
         )
     return Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice)
 

@@ -2,7 +2,9 @@
 
 Signature (the Microsoft SQL Server SAN case): host latency at or
 above its class threshold (latency_slo's data/log/tempdb values), host disk
-idle >= 50 %, and headroom behind it. The time is lost between the host and the
+idle >= 50 % (Linux: from busy time bounded by the requests in flight, since kernels
+from 5.0 until 2024 count a jiffy per I/O start and short I/Os look busy), and
+headroom behind it. The time is lost between the host and the
 array: fabric, front-end ports, fan-in, zoning, HBA queue.
 
 - Host-only: headroom is E = host IOPS / ``diagnose.backend_iops_capacity`` < 0.5.
@@ -22,7 +24,7 @@ import statistics
 
 from sanlens.diagnose.base import Context, Observation, Thresholds, disk_key, disk_labels, ms, pct
 from sanlens.diagnose.front_end import FrontEnd, front_end
-from sanlens.diagnose.host_advice import fabric_checks
+from sanlens.diagnose.host_advice import busy_note, fabric_checks
 from sanlens.diagnose.latency_slo import HOST_LATENCY, class_level
 from sanlens.diagnose.numeric import clamp01, num, total, weighted_latency, worst_latency
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
@@ -149,7 +151,7 @@ SPEC = DiagnosisSpec(
     # the disks of one host share its HBAs, fabric and front-end ports: one root cause
     incident_by=("cluster", "host"),
     reads=Reads(
-        tables=("lun", "namespace", "disk:constituent", "fcp", "iscsi_lif", "nvmf_lif"),
+        tables=("lun", "namespace", "disk:constituent", "fcp", "iscsi_lif", "nvmf_lif", "nic_common"),
         endpoints=("/api/network/fc/ports", "/api/network/ip/interfaces", "/api/network/ethernet/ports"),
         offline=("host",),
     ),
@@ -230,12 +232,13 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         if fe.queue_full_per_second:
             array += f"; its FC target ports answer {fe.queue_full_per_second:.0f} queue-full responses/s"
         if fe.port_utilization is not None:
-            array += f" (busiest {fe.name} port at {pct(fe.port_utilization)} of link speed)"
+            array += f" ({fe.port_evidence})"
         advice = (
             f"{where}: {op} latency {ms(lat)} with the disk {pct(idle)} idle at {iops or 0:.0f} IOPS{array}. "
             f"The I/O waits in the fabric or front-end, not in the disks: {front_end_fix(fe)}, "
             f"{fabric_checks(d)}. "
             "In the field case 2 -> 4 -> 6 front-end adapters cut latency by orders of magnitude."
+            f"{busy_note(d)}"
         )
     return Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice)
 

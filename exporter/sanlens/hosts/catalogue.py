@@ -9,8 +9,10 @@ each field's wrap point from here, so a new source is mostly a new table:
   counts and the Avg. Disk sec/op numerators in 32 bits (PERF_COUNTER_COUNTER,
   PERF_AVERAGE_TIMER); Linux prints every diskstats time in 32 bits (``%u`` milliseconds
   in the kernel's ``diskstats_show``/``part_stat_show``: 49.7 days of busy time, or
-  49.7/N days of the queue integral at N I/Os in flight) and its counts in
-  ``unsigned long`` (64 bits on 64-bit kernels).
+  49.7/N days of a time sum at N requests in flight) and its counts and sectors in
+  ``unsigned long``: 64 bits on a 64-bit kernel, 32 on a 32-bit one (i686, armv7l, ...), where
+  a busy disk's count wraps within weeks. ``width="32/64"`` marks those: their width is the
+  kernel's word, which the source learns from ``node_uname_info``'s ``machine``.
 - ``tick`` is one raw count in SI units (100 ns, 1 ms, one sector of 512 bytes), so a
   32-bit counter wraps at ``2**32 * tick`` in the unit the parser hands on.
 - ``utilization`` says whether the source counts idle time (Windows % Idle Time) or busy
@@ -23,6 +25,19 @@ from dataclasses import dataclass
 from typing import Literal
 
 WRAP32 = float(2**32)
+Width = Literal[32, 64, "32/64"]  # "32/64": the kernel's word (unsigned long)
+
+# ``uname -m`` of 32-bit Linux kernels (node_uname_info's ``machine``): their ``unsigned long`` is 32 bits.
+# A machine not listed (x86_64, aarch64, ppc64le, s390x, mips64, sparc64, riscv64, ...) has a 64-bit word.
+LINUX_32BIT_MACHINES = frozenset(
+    {"i386", "i486", "i586", "i686", "armv5tel", "armv6l", "armv7l", "arm", "mips", "mipsel", "ppc",
+     "powerpc", "s390", "sparc", "m68k", "sh4", "parisc", "riscv32"}
+)  # fmt: skip
+
+
+def linux_word_bits(machine: str) -> Literal[32, 64]:
+    """The width of a Linux kernel's ``unsigned long`` from ``uname -m``; 64 when not known."""
+    return 32 if machine.strip().lower() in LINUX_32BIT_MACHINES else 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +46,16 @@ class HostCounter:
 
     name: str  # as the source spells it: a family, a CIM property or a PerfMon counter
     feeds: str  # the DiskReading field it fills (a HostDiskStats rate for PerfMon's cooked values)
-    width: Literal[32, 64] | None  # bits the host keeps it in; None for a gauge or a value already cooked
+    # bits the host keeps it in ("32/64": the kernel's word); None for a gauge or a value already cooked
+    width: Width | None
     unit: str  # unit of the value as the source serves it
     tick: float = 1.0  # one raw count of the host's counter, in the SI unit handed on
     doc: str = ""
 
-    @property
-    def modulus(self) -> float | None:
+    def modulus(self, word_bits: Literal[32, 64] = 64) -> float | None:
         """Where the value handed on wraps: 2^32 raw counts for a 32-bit counter; None never wraps."""
-        return WRAP32 * self.tick if self.width == 32 else None
+        bits = word_bits if self.width == "32/64" else self.width
+        return WRAP32 * self.tick if bits == 32 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,15 +70,16 @@ class SourceCatalogue:
         """Source name -> the field it feeds."""
         return {c.name: c.feeds for c in self.counters}
 
-    def moduli(self) -> dict[str, float | None]:
-        """Cumulative field -> its wrap point (None: 64 bits, a drop is a restart); gauges left out."""
+    def moduli(self, word_bits: Literal[32, 64] = 64) -> dict[str, float | None]:
+        """Cumulative field -> its wrap point (None: 64 bits, a drop is a restart); gauges left out.
+        ``word_bits``: the host kernel's word, for the counters kept in it."""
         if self.cooked:
             return {}
-        return {c.feeds: c.modulus for c in self.counters if c.width is not None}
+        return {c.feeds: c.modulus(word_bits) for c in self.counters if c.width is not None}
 
 
 def _c(
-    name: str, feeds: str, width: Literal[32, 64] | None, unit: str, tick: float = 1.0, doc: str = ""
+    name: str, feeds: str, width: Width | None, unit: str, tick: float = 1.0, doc: str = ""
 ) -> HostCounter:
     return HostCounter(name, feeds, width, unit, tick, doc)
 
@@ -160,17 +177,18 @@ _MS = 1e-3  # diskstats keeps times in milliseconds
 NODE_EXPORTER = SourceCatalogue(
     "node_exporter",
     (
-        _c(_ND + "reads_completed_total", "reads", 64, "count", doc="diskstats field 1 (unsigned long)"),
-        _c(_ND + "writes_completed_total", "writes", 64, "count", doc="field 5"),
-        _c(_ND + "read_bytes_total", "read_bytes", 64, "bytes", 512.0, doc="field 3, sectors x 512"),
-        _c(_ND + "written_bytes_total", "write_bytes", 64, "bytes", 512.0, doc="field 7, sectors x 512"),
+        _c(_ND + "reads_completed_total", "reads", "32/64", "count", doc="diskstats field 1 (unsigned long)"),
+        _c(_ND + "writes_completed_total", "writes", "32/64", "count", doc="field 5 (unsigned long)"),
+        _c(_ND + "read_bytes_total", "read_bytes", "32/64", "bytes", 512.0, doc="field 3, sectors x 512"),
+        _c(_ND + "written_bytes_total", "write_bytes", "32/64", "bytes", 512.0, doc="field 7, sectors x 512"),
         _c(
             _ND + "read_time_seconds_total",
             "read_time_s",
             32,
             "seconds",
             _MS,
-            "field 4, ms: Σ of each read's time from issue to completion; Δ/Δreads = r_await",
+            "field 4, ms: Σ of each read's time from issue to completion; Δ/Δreads = r_await, "
+            "Δ/Δt = reads in flight",
         ),
         _c(_ND + "write_time_seconds_total", "write_time_s", 32, "seconds", _MS, "field 8, ms; w_await"),
         _c(
@@ -179,7 +197,8 @@ NODE_EXPORTER = SourceCatalogue(
             32,
             "seconds",
             _MS,
-            "field 10 (io_ticks), ms with at least one I/O in flight: rate = busy ratio (%util)",
+            "field 10 (io_ticks), ms: from 5.0 until 'block: support to account io_ticks precisely' "
+            "(6.10, 6.1.93) a whole jiffy at each I/O start; bounded by the requests in flight",
         ),
         _c(
             _ND + "io_time_weighted_seconds_total",
@@ -187,11 +206,12 @@ NODE_EXPORTER = SourceCatalogue(
             32,
             "seconds",
             _MS,
-            "field 11, ms: the queue-length integral; rate = mean I/Os in flight (aqu-sz)",
+            "field 11, ms: since 5.0 the summed duration of completed requests of every kind, discards "
+            "and flushes included, not a queue integral; exposed, not read for reads and writes in flight",
         ),
-        _c(_ND + "discards_completed_total", "discards", 64, "count", doc="field 12 (kernel 4.18+)"),
+        _c(_ND + "discards_completed_total", "discards", "32/64", "count", doc="field 12 (kernel 4.18+)"),
         _c(_ND + "discard_time_seconds_total", "discard_time_s", 32, "seconds", _MS, "field 15, ms"),
-        _c(_ND + "flush_requests_total", "flushes", 64, "count", doc="field 16 (kernel 5.5+)"),
+        _c(_ND + "flush_requests_total", "flushes", "32/64", "count", doc="field 16 (kernel 5.5+)"),
         _c(_ND + "flush_requests_time_seconds_total", "flush_time_s", 32, "seconds", _MS, "field 17, ms"),
         _c(_ND + "io_now", "queue_length", None, "count", doc="field 9: I/Os in flight at the scrape"),
     ),

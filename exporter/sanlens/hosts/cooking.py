@@ -4,9 +4,11 @@ Every host source (windows_exporter, WinRM, PerfMon log, node_exporter) reduces 
 to ``DiskReading``s: cumulative counters in SI units. ``HostCooker`` unwraps them to
 monotonic 64-bit values at the wrap points the source's catalogue gives
 (``hosts/catalogue.py``: Windows operation counts and PERF_AVERAGE_TIMER numerators
-are 32-bit, and so is every Linux diskstats time), computes rates over the interval,
-and renders both the exposition and the view the diagnoses read. A source that counts
-busy time (Linux io_ticks) rather than idle time gives idle = 1 - busy.
+are 32-bit, and so is every Linux diskstats time, and its counts on a 32-bit kernel),
+computes rates over the interval, and renders both the exposition and the view the diagnoses
+read. A source that counts busy time (Linux io_ticks) rather than idle time gives idle = 1 - busy,
+with busy bounded by the requests in flight (``hosts/busy_time.py``: kernels from 5.0 until
+2024 charge a whole jiffy per I/O start).
 
 Latency comes from the 64-bit queue integrals (% Disk Read/Write Time, in seconds)
 where the source has them: with N I/Os outstanding the integral grows N s/s, so
@@ -14,7 +16,9 @@ where the source has them: with N I/Os outstanding the integral grows N s/s, so
 Avg. Disk sec/op numerator grows just as fast but wraps every 429.5/N s, which is
 several times a poll under load; it is the fallback, taken modulo 2^32. Linux's read and
 write time sums are the same integrals in 32-bit milliseconds: they wrap only after 49.7/N
-days, and are unwrapped the same way.
+days, and are unwrapped the same way. Their rates are the mean reads and writes in flight;
+Linux's field 11 (``queue_time_s``) is not, since 5.0: it sums the durations of discards and
+flushes too, which are kept apart (an fstrim on a thin LUN would otherwise read as a full queue).
 
 Counters carry ``host, disk[, op]`` only; the LUN a disk maps to is on
 ``sanlens_host_disk_info``, so a mapping that changes (a LUN moved, an inventory
@@ -23,14 +27,18 @@ that failed) never changes a counter's identity.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sanlens.hosts.busy_time import bounded_busy, idle_from_busy, in_flight
 from sanlens.hosts.catalogue import WINDOWS_EXPORTER, WRAP32
 from sanlens.hosts.disk_families import render
 from sanlens.hosts.mapping import DiskMapping
 from sanlens.model import HostDiskStats, HostPathStats, HostView, Platform, Snapshot
+
+log = logging.getLogger(__name__)
 
 # windows_exporter scales the 32-bit PERF_AVERAGE_TIMER numerator by 1e-7 s per tick.
 WRAP32_LATENCY_S = WRAP32 * 1e-7
@@ -49,7 +57,14 @@ PATH_FIELDS = (
     "write_time_s",
     "busy_s",
     "queue_time_s",
+    "discards",
+    "discard_time_s",
+    "flushes",
+    "flush_time_s",
 )
+
+# busy time as counted above its bound by this much is worth a log line (the kernel counts per I/O start)
+BOUND_NOTE = 0.1
 
 # Per-second changes no single disk makes (a PCIe 5.0 x16 link moves ~64 GB/s; the fastest
 # devices do a few million IOPS): a counter that grows faster has restarted, not counted.
@@ -77,6 +92,10 @@ class PathReading:
     write_time_s: float | None = None
     busy_s: float | None = None
     queue_time_s: float | None = None
+    discards: float | None = None
+    discard_time_s: float | None = None
+    flushes: float | None = None
+    flush_time_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +119,7 @@ class DiskReading:
     split_ios: float | None = None
     queue_length: float | None = None  # current, not cumulative
     busy_s: float | None = None  # seconds with an I/O in flight (Linux io_ticks): idle = 1 - rate
-    queue_time_s: float | None = None  # the queue-length integral (Linux weighted io_ticks)
+    queue_time_s: float | None = None  # Linux field 11: Σ durations of completed requests of every kind
     discards: float | None = None
     discard_time_s: float | None = None
     flushes: float | None = None
@@ -185,13 +204,29 @@ class _Rates:
         do = _delta(getattr(self.prev, ops), getattr(self.cur, ops))
         return None if dl is None or not do else dl / do
 
+    def in_flight_rw(self) -> float | None:
+        """Mean reads and writes in flight: the rates of their time sums (Little's law)."""
+        r, w = self.rate("read_time_s"), self.rate("write_time_s")
+        return None if r is None and w is None else max(r or 0.0, 0.0) + max(w or 0.0, 0.0)
+
+    def in_flight_all(self) -> float | None:
+        """Mean requests of every kind in flight: what can keep the device busy."""
+        return in_flight(
+            (
+                (self.rate("reads"), self.per_op("read_time_s", "reads")),
+                (self.rate("writes"), self.per_op("write_time_s", "writes")),
+                (self.rate("discards"), self.per_op("discard_time_s", "discards")),
+                (self.rate("flushes"), self.per_op("flush_time_s", "flushes")),
+            )
+        )
+
     def idle(self) -> float | None:
-        """Idle ratio from idle time (Windows) or, failing that, from busy time (Linux io_ticks)."""
+        """Idle ratio from idle time (Windows) or, failing that, from busy time (Linux io_ticks)
+        bounded by the requests in flight."""
         idle = self.rate("idle_s")
-        if idle is None:
-            busy = self.rate("busy_s")
-            idle = None if busy is None else 1.0 - busy
-        return _ratio01(idle)
+        if idle is not None:
+            return _ratio01(idle)
+        return idle_from_busy(self.rate("busy_s"), self.in_flight_all())
 
 
 def _path_stats(
@@ -205,7 +240,6 @@ def _path_stats(
             out.append(HostPathStats(p.path, p.state, p.access_state))
             continue
         r = _Rates(q, p, dt)
-        busy = r.rate("busy_s")
         out.append(
             HostPathStats(
                 p.path,
@@ -217,8 +251,8 @@ def _path_stats(
                 write_latency_s=r.per_op("write_time_s", "writes"),
                 read_bytes_s=r.rate("read_bytes"),
                 write_bytes_s=r.rate("write_bytes"),
-                busy_ratio=_ratio01(busy),
-                outstanding_io=r.rate("queue_time_s"),
+                busy_ratio=bounded_busy(r.rate("busy_s"), r.in_flight_all()),
+                outstanding_io=r.in_flight_rw(),
             )
         )
     return tuple(out)
@@ -228,8 +262,10 @@ def cumulative_rates(
     host: str, prev: DiskReading, cur: DiskReading, dt: float, path_reset: frozenset[str] = frozenset()
 ) -> HostDiskStats:
     """Rates from two unwrapped readings: IOPS, Avg. Disk sec/op = Δlatency/Δops, idle = Δidle/Δt
-    (or 1 - Δbusy/Δt), mean I/Os in flight = Δqueue integral/Δt, and the same per path device."""
+    (or 1 - Δbusy/Δt, busy bounded by the requests in flight), the mean reads and writes in flight
+    (Linux: Δread time/Δt + Δwrite time/Δt), discards and flushes apart, and the same per path device."""
     r = _Rates(prev, cur, dt)
+    linux = cur.platform == "linux"
     return HostDiskStats(
         host=host,
         disk=cur.disk,
@@ -242,7 +278,12 @@ def cumulative_rates(
         read_bytes_s=r.rate("read_bytes"),
         write_bytes_s=r.rate("write_bytes"),
         split_iops=r.rate("split_ios"),
-        outstanding_io=r.rate("queue_time_s"),
+        outstanding_io=r.in_flight_rw() if linux else None,
+        discard_iops=r.rate("discards"),
+        discard_latency_s=r.per_op("discard_time_s", "discards"),
+        flush_iops=r.rate("flushes"),
+        flush_latency_s=r.per_op("flush_time_s", "flushes"),
+        reported_busy_ratio=_ratio01(r.rate("busy_s")),
         path_stats=_path_stats(prev, cur, dt, path_reset),
     )
 
@@ -257,6 +298,8 @@ class HostCooker:
     def __init__(self, host: str, moduli: Moduli | None = None) -> None:
         self.host = host
         self.moduli: Moduli = COUNTER_FIELDS if moduli is None else moduli
+        self.kernel = ""  # the host's kernel release, where its source names it (Linux node_uname_info)
+        self._told_bound = False
         self.unwrap = Unwrapper()
         self._prev: dict[str, DiskReading] = {}
         self._prev_ts: float | None = None
@@ -315,6 +358,26 @@ class HostCooker:
                     return True
         return False
 
+    def _tell_bound(self, s: HostDiskStats) -> None:
+        """Say once per host that its busy time was bounded, naming the kernel that counted it."""
+        busy = s.reported_busy_ratio
+        if (
+            self._told_bound
+            or busy is None
+            or s.idle_ratio is None
+            or busy - (1.0 - s.idle_ratio) < BOUND_NOTE
+        ):
+            return
+        self._told_bound = True
+        log.info(
+            "host %s disk %s: busy time as counted %.0f %%, bounded by the requests in flight to %.0f %%%s",
+            self.host,
+            s.disk,
+            100.0 * busy,
+            100.0 * (1.0 - s.idle_ratio),
+            f" (kernel {self.kernel})" if self.kernel else "",
+        )
+
     def cook(
         self,
         timestamp: float,
@@ -343,6 +406,7 @@ class HostCooker:
                 s = rates[r.disk]
             elif prev is not None and dt:
                 s = cumulative_rates(self.host, prev, r, dt, path_resets.get(r.disk, frozenset()))
+                self._tell_bound(s)
             else:
                 s = HostDiskStats(
                     self.host,
@@ -362,6 +426,7 @@ class HostCooker:
                     optimized_paths=r.optimized_paths,
                     platform=r.platform,
                     local=r.local,
+                    kernel=self.kernel,
                 )
             )
         self._prev = {r.disk: r for r in unwrapped}

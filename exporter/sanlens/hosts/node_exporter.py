@@ -1,7 +1,9 @@
 """Linux hosts through node_exporter (``source: node_exporter``): its page, scraped over HTTP(S)
 and read by ``hosts/node_scrape.py`` into disk readings that join ONTAP LUNs by WWID and ONTAP
 NVMe namespaces by UUID. No agent: node_exporter's own collectors give everything but the
-queue depth, which sanlens's textfile convention adds (docs/hosts-linux.md).
+queue depth, which sanlens's textfile convention adds (docs/hosts-linux.md). The ``uname``
+collector names the kernel: a 32-bit one keeps the diskstats counts in 32 bits, so its counters
+wrap where a 64-bit kernel's would have restarted.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from sanlens.config import HostTarget
 from sanlens.errors import SourceError
 from sanlens.hosts.catalogue import NODE_EXPORTER
-from sanlens.hosts.cooking import DiskReading
+from sanlens.hosts.cooking import DiskReading, HostCooker
 from sanlens.hosts.node_scrape import (
     FAMILIES,
     NodeScrape,
@@ -34,6 +36,7 @@ __all__ = [
     "NodeExporterSource",
     "NodeScrape",
     "NodeScrapeError",
+    "adopt_kernel",
     "device_wwid",
     "namespace_reading",
     "node_scrape_url",
@@ -45,7 +48,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-COLLECTORS = ("diskstats", "dmmultipath", "nvme", "nvmesubsystem", "textfile")
+COLLECTORS = ("diskstats", "dmmultipath", "nvme", "nvmesubsystem", "textfile", "uname")
 _REFUSED = re.compile(r"(?:missing|disabled) collector: (\w+)")
 
 
@@ -59,6 +62,14 @@ def node_scrape_url(url: str, collectors: tuple[str, ...] | list[str] = COLLECTO
         ours = "&".join(f"collect[]={c}" for c in collectors)
         query = f"{query}&{ours}" if query else ours
     return urlunsplit((parts.scheme, parts.netloc, path, query, ""))
+
+
+def adopt_kernel(cooker: HostCooker, scrape: NodeScrape) -> None:
+    """Cook this host's counters at its kernel's wrap points (32-bit counts on a 32-bit machine) and
+    name its kernel where busy time is bounded. A page without ``node_uname_info`` keeps the last."""
+    if scrape.machine or scrape.kernel:
+        cooker.moduli = NODE_EXPORTER.moduli(scrape.word_bits)
+        cooker.kernel = scrape.kernel
 
 
 class NodeExporterSource(HttpScrapeSource):
@@ -107,4 +118,5 @@ class NodeExporterSource(HttpScrapeSource):
             raise SourceError(
                 f"{where}: no node_disk_* series (is the diskstats collector on?)", reason="parse"
             )
+        adopt_kernel(self.cooker, scrape)
         return readings(scrape)

@@ -17,6 +17,9 @@ No agent: node_exporter's own collectors give everything but the queue depth.
   (``live``, ``connecting``, ``resetting``, ``deleting``, ``dead``); ``nvmesubsystem`` (1.12.0+, off
   by default): ``node_nvmesubsystem_namespace_info{subsystem,device}`` and
   ``node_nvmesubsystem_path_state{subsystem,controller,transport,state}`` (1 on the current state).
+- ``uname``: ``node_uname_info{release,machine}``, the kernel that counts: its ``machine`` gives the
+  width of the diskstats counts (``unsigned long``: 32 bits on i686, armv7l, ...), its release
+  is named where busy time had to be bounded (``hosts/busy_time.py``).
 - sanlens's textfile convention (docs/hosts-linux.md), optional:
   ``sanlens_linux_disk_queue_depth{device="sdc"}`` (``/sys/block/sdc/device/queue_depth``)
   and ``sanlens_linux_disk_access_state{device="sdc",state="active/optimized"}``.
@@ -47,9 +50,9 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from sanlens.hosts.catalogue import NODE_EXPORTER
+from sanlens.hosts.catalogue import NODE_EXPORTER, linux_word_bits
 from sanlens.hosts.cooking import DiskReading, PathReading
 from sanlens.hosts.exporter_scrape import Sample, text_samples
 from sanlens.join.directory import NVME_ID_PREFIXES, normalize_wwid, ontap_wwid, serial_from_wwid
@@ -68,6 +71,7 @@ ACCESS_STATE = "sanlens_linux_disk_access_state"
 NVME_INFO = "node_nvme_info"
 NVME_SUBSYS_NS = "node_nvmesubsystem_namespace_info"
 NVME_SUBSYS_PATH_STATE = "node_nvmesubsystem_path_state"
+UNAME = "node_uname_info"
 ONTAP_NVME_MODEL = "netapp ontap controller"  # the Identify Controller model of ONTAP's NVMe controllers
 ACTIVE_STATES = frozenset({"running", "live"})  # node_exporter's isPathActive
 OPTIMIZED = "active/optimized"
@@ -75,10 +79,10 @@ OPTIMIZED = "active/optimized"
 ONTAP_MODELS = frozenset({"lun c-mode", "lun_c-mode"})
 # every family read here: what a Prometheus-backed host asks its query API for
 FAMILIES = (*_FIELDS, DISK_INFO, DM_INFO, MP_INFO, MP_PATH_STATE, MP_PATHS_ACTIVE, MP_PATHS_FAILED, QUEUE_DEPTH,
-            ACCESS_STATE, NVME_INFO, NVME_SUBSYS_NS, NVME_SUBSYS_PATH_STATE)  # fmt: skip
+            ACCESS_STATE, NVME_INFO, NVME_SUBSYS_NS, NVME_SUBSYS_PATH_STATE, UNAME)  # fmt: skip
 _NOT_DISKS = re.compile(r"^(sr|loop|z?ram|fd|md)\d+$|^(mmcblk\d+p|nvme\d+n\d+p|x?[shv]d[a-z]+)\d+$")
-_NVME_NS = re.compile(r"^nvme(\d+)n(\d+)$")  # a namespace block device (the multipath head)
-_NVME_PATH = re.compile(r"^nvme(\d+)c(\d+)n(\d+)$")  # a hidden per-controller path device
+NVME_NS = re.compile(r"^nvme(\d+)n(\d+)$")  # a namespace block device (the multipath head)
+NVME_PATH = re.compile(r"^nvme(\d+)c(\d+)n(\d+)$")  # a hidden per-controller path device
 
 
 class NodeScrapeError(ValueError):
@@ -110,6 +114,13 @@ class NodeScrape:
     nvme_subsys: dict[str, str] = field(default_factory=dict)  # namespace device -> its subsystem
     # subsystem (nvme-subsys0) -> controller -> state, from the nvmesubsystem collector
     nvme_paths: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    kernel: str = ""  # node_uname_info's release (``5.15.0-91-generic``); '' without the uname collector
+    machine: str = ""  # and its machine (``x86_64``, ``armv7l``)
+
+    @property
+    def word_bits(self) -> Literal[32, 64]:
+        """The kernel's ``unsigned long``: the width of the diskstats counts and sectors."""
+        return linux_word_bits(self.machine)
 
 
 def _usable(name: str, labels: dict[str, str], value: float) -> float:
@@ -176,6 +187,9 @@ def scrape_of(samples: Iterable[Sample]) -> NodeScrape:
             dev = labels.get("device", "").strip()
             if dev and _usable(name, labels, value) >= 1:
                 out.access[dev] = labels.get("state", "").strip().lower()
+        elif name == UNAME:
+            out.kernel = labels.get("release", "").strip()
+            out.machine = labels.get("machine", "").strip()
         elif name == NVME_INFO:
             ctrl = labels.get("device", "").strip()
             if ctrl:
@@ -290,14 +304,14 @@ def readings(scrape: NodeScrape) -> list[DiskReading]:
             )
         )
     for dev in sorted(scrape.stats, key=lambda x: (len(x), x)):
-        if dev not in taken and _NVME_NS.match(dev):
+        if dev not in taken and NVME_NS.match(dev):
             ns = namespace_reading(scrape, dev)
             taken.update(p.path for p in ns.path_readings)
             out.append(ns)
     for dev in sorted(scrape.stats, key=lambda x: (len(x), x)):
-        if dev in taken or dev.startswith("dm-") or _NOT_DISKS.match(dev) or _NVME_NS.match(dev):
+        if dev in taken or dev.startswith("dm-") or _NOT_DISKS.match(dev) or NVME_NS.match(dev):
             continue
-        if _NVME_PATH.match(dev):  # a path of a namespace whose own device is not listed
+        if NVME_PATH.match(dev):  # a path of a namespace whose own device is not listed
             continue
         info = scrape.info.get(dev, {})
         wwid = device_wwid(info)
@@ -328,12 +342,12 @@ def _nvme_paths(scrape: NodeScrape, dev: str) -> dict[str, str]:
     nvmesubsystem collector runs, else the hidden path devices ``/proc/diskstats`` lists with their
     controllers' states (nvme collector; '' when not exported). A path is named by its hidden device,
     or by its controller when the kernel lists no device for it."""
-    head = _NVME_NS.match(dev)
+    head = NVME_NS.match(dev)
     assert head is not None
     hidden = {
         f"nvme{m[2]}": p
         for p in scrape.stats
-        if (m := _NVME_PATH.match(p)) is not None and (m[1], m[3]) == (head[1], head[2])
+        if (m := NVME_PATH.match(p)) is not None and (m[1], m[3]) == (head[1], head[2])
     }
     subsystem = scrape.nvme_subsys.get(dev) or (f"nvme-subsys{head[1]}" if hidden else "")
     controllers = scrape.nvme_paths.get(subsystem, {}) if subsystem else {}
@@ -343,9 +357,9 @@ def _nvme_paths(scrape: NodeScrape, dev: str) -> dict[str, str]:
 
 
 def _summed(scrape: NodeScrape, devices: list[str]) -> dict[str, Any]:
-    """The counters of several devices as one: sums, the 32-bit times modulo their wrap (so the sum
+    """The counters of several devices as one: sums, the 32-bit ones modulo their wrap (so the sum
     wraps as one such counter does); busy time is left out."""
-    moduli = NODE_EXPORTER.moduli()
+    moduli = NODE_EXPORTER.moduli(scrape.word_bits)
     out: dict[str, Any] = {}
     for fld in sorted(_SUMMED):
         values = [scrape.stats[d][fld] for d in devices if fld in scrape.stats.get(d, {})]

@@ -135,6 +135,7 @@ class PrometheusHostSource(HttpScrapeSource):
         try:
             if self.linux:
                 scrape = node_exporter.scrape_of(samples)
+                node_exporter.adopt_kernel(self.cooker, scrape)
                 readings = node_exporter.readings(scrape) if scrape.stats else []
             else:
                 readings = exporter_scrape.disk_readings(samples)
