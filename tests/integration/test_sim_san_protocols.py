@@ -8,11 +8,20 @@ compared with counter deltas over a hand-moved clock."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import time
 from typing import Any
 
 import pytest
 import requests
 
+from sanlens.config import OntapTarget
+from sanlens.diagnose.base import Context
+from sanlens.diagnose.front_end import LIF_SUM, PORT_COUNTERS, front_end
+from sanlens.diagnose.history import History
+from sanlens.model import LunStats, OntapView
+from sanlens.ontap.collector import OntapSource
 from sanlens_sim.server import Simulator
 from sim_client import Clock, record_counters, running
 
@@ -480,3 +489,222 @@ def test_new_tables_serve_every_catalogue_counter_and_property(table: str, scena
         for props, counters in got.values():
             assert set(counters) == set(tdef.counters)
             assert set(tdef.properties) <= set(props)
+
+
+# ------------------------------------------------------------------ Ethernet ports: nic_common, VLANs
+# shared-port: on node 1, 700 MB/s of iSCSI reads on the VLAN e0e-100 and 600 MB/s of NVMe/TCP reads on e0e,
+# one 10 GbE port (1,250 MB/s): 1,300 MB/s sent, 1.04 of the link; each protocol alone 0.56 and 0.48
+SHARED_ISCSI_BYTES, SHARED_NVME_BYTES = 700e6, 600e6
+TEN_GBE_BYTES = 10e9 / 8
+NAS_RX_BYTES = 20e6  # NAS clients' writes on every port under a SAN LIF: in the port's counters only
+SAN_LIF_TABLES = ["iscsi_lif", "nvmf_lif", "lun", "namespace"]
+
+
+def table_rates(s: Simulator, clock: Clock, table: str) -> dict[str, tuple[dict[str, str], dict[str, float]]]:
+    """``row_rates``, or nothing where the scenario's cluster has no row in ``table``."""
+    if not get(s, f"/api/cluster/counter/tables/{table}/rows", fields="*").json().get("records"):
+        return {}
+    return row_rates(s, clock, table)
+
+
+def lif_ports(s: Simulator) -> dict[str, tuple[str, str]]:
+    """Each iSCSI and NVMe/TCP LIF -> (node, the port it sits on), as /api/network/ip/interfaces says."""
+    return {
+        r["name"]: (r["location"]["node"]["name"], r["location"]["port"]["name"])
+        for r in records(s, "/api/network/ip/interfaces", fields="name,location")
+    }
+
+
+def base_port(port: str) -> str:
+    """ONTAP names a VLAN ``<base>-<tag>``."""
+    base, _, tag = port.rpartition("-")
+    return base if base and tag.isdigit() else port
+
+
+def port_uuids(s: Simulator) -> dict[str, tuple[str, str]]:
+    return {
+        p["uuid"]: (p["node"]["name"], p["name"])
+        for p in records(s, "/api/network/ethernet/ports", fields="*")
+    }
+
+
+@pytest.mark.parametrize("scenario", ["iscsi", "nvme-tcp", "shared-port"])
+def test_nic_common_rows_carry_every_san_lif_over_the_physical_port_and_nas_writes(scenario: str) -> None:
+    with running(scenario) as (s, clock):
+        where = lif_ports(s)
+        sent: dict[str, float] = {}
+        received: dict[str, float] = {}
+        counted = set()
+        for table in ("iscsi_lif", "nvmf_lif"):
+            for props, r in table_rates(s, clock, table).values():
+                if props["name"] not in where:  # NVMe/FC LIFs: on FC ports
+                    assert "nvmefc" in props["name"], props
+                    continue
+                node, port = where[props["name"]]
+                assert props["node.name"] == node
+                key = f"{node}:{base_port(port)}"
+                sent[key] = sent.get(key, 0.0) + r["read_data"]
+                received[key] = received.get(key, 0.0) + r["write_data"]
+                counted.add(props["name"])
+        assert counted == set(where)  # every IP LIF is in one of the two tables
+        nic = row_rates(s, clock, "nic_common")
+        assert set(nic) == set(sent)
+        for rid, (props, r) in nic.items():
+            assert props["node.name"] == rid.split(":")[0] and props["link_speed"] == "10000M"
+            assert r["transmit_bytes"] == pytest.approx(sent[rid], rel=1e-6), rid
+            assert r["receive_bytes"] == pytest.approx(received[rid] + NAS_RX_BYTES, rel=1e-6), rid
+        if scenario == "iscsi":  # node 1: two ports each sending 4,500 reads/s of 256 KiB
+            for port in {p for n, p in where.values() if n == NODE1}:
+                assert nic[f"{NODE1}:{port}"][1]["transmit_bytes"] == pytest.approx(4500 * 262144, rel=1e-6)
+        if scenario == "shared-port":
+            shared = nic[f"{NODE1}:e0e"][1]
+            assert shared["transmit_bytes"] == pytest.approx(SHARED_ISCSI_BYTES + SHARED_NVME_BYTES, rel=1e-6)
+            assert shared["transmit_bytes"] / TEN_GBE_BYTES == pytest.approx(1.04, rel=1e-6)
+            assert shared["receive_bytes"] == pytest.approx(NAS_RX_BYTES, rel=1e-6)  # reads only: NAS writes
+
+
+def test_shared_port_lists_the_vlan_over_its_physical_port() -> None:
+    with running("shared-port") as (s, _):
+        ports = {
+            (p["node"]["name"], p["name"]): p for p in records(s, "/api/network/ethernet/ports", fields="*")
+        }
+        assert {k for k in ports if k[0] == NODE1} == {(NODE1, "e0e"), (NODE1, "e0e-100")}
+        phys, vlan = ports[(NODE1, "e0e")], ports[(NODE1, "e0e-100")]
+        assert phys["type"] == "physical" and "vlan" not in phys
+        assert vlan["type"] == "vlan"
+        assert vlan["vlan"]["tag"] == 100
+        assert vlan["vlan"]["base_port"]["name"] == "e0e"
+        assert vlan["vlan"]["base_port"]["node"]["name"] == NODE1
+        assert vlan["vlan"]["base_port"]["uuid"] == phys["uuid"] != vlan["uuid"]
+        assert vlan["speed"] == phys["speed"] == 10000
+        # the iSCSI LIF sits on the VLAN, the NVMe/TCP LIF on the physical port itself
+        lifs = {
+            r["name"]: r for r in records(s, "/api/network/ip/interfaces", fields="name,services,location")
+        }
+        on = {
+            r["services"][0]: r["location"]["port"]
+            for r in lifs.values()
+            if r["location"]["node"]["name"] == NODE1
+        }
+        assert (on["data_iscsi"]["name"], on["data_iscsi"]["uuid"]) == ("e0e-100", vlan["uuid"])
+        assert (on["data_nvme_tcp"]["name"], on["data_nvme_tcp"]["uuid"]) == ("e0e", phys["uuid"])
+
+
+@pytest.mark.parametrize("scenario", ["iscsi", "nvme-tcp", "shared-port"])
+def test_ethernet_port_statistics_move_with_nic_common(scenario: str) -> None:
+    """A physical port's statistics.throughput_raw: read is what it sent (nic_common transmit_bytes), write
+    what it received (receive_bytes); a VLAN's are its LIFs'."""
+    with running(scenario) as (s, clock):
+        names = port_uuids(s)
+        nic = {rid: r for rid, (_, r) in row_rates(s, clock, "nic_common").items()}
+        stats = stat_rates(s, clock, "/api/network/ethernet/ports", key="uuid")
+        physical = {
+            f"{node}:{port}": stats[u] for u, (node, port) in names.items() if base_port(port) == port
+        }
+        assert set(physical) == set(nic)
+        for rid, r in physical.items():
+            assert r["throughput_raw.read"] == pytest.approx(nic[rid]["transmit_bytes"], rel=1e-6), rid
+            assert r["throughput_raw.write"] == pytest.approx(nic[rid]["receive_bytes"], rel=1e-6), rid
+            assert r["throughput_raw.total"] == pytest.approx(
+                r["throughput_raw.read"] + r["throughput_raw.write"], rel=1e-6
+            )
+        if scenario == "shared-port":
+            vlan = next(stats[u] for u, k in names.items() if k == (NODE1, "e0e-100"))
+            assert vlan["throughput_raw.read"] == pytest.approx(SHARED_ISCSI_BYTES, rel=1e-6)
+            assert vlan["throughput_raw.write"] == 0.0
+            assert physical[f"{NODE1}:e0e"]["throughput_raw.read"] == pytest.approx(
+                SHARED_ISCSI_BYTES + SHARED_NVME_BYTES, rel=1e-6
+            )
+
+
+# ------------------------------------------------------------------ the exporter's front end on the shared port
+def _exporter_view(s: Simulator, **target: Any) -> OntapView:
+    """The view after three polls, the last two 2.0 s apart and 0.05 s past a whole second: ONTAP's
+    statistics.timestamp has whole seconds, so both samples sit in the same place of their second. The first
+    poll (inventory, schemas) is the slow one and takes no part in the rates."""
+    src = OntapSource(OntapTarget(name="c1", url=s.url, **target))
+    try:
+        src.poll()
+        start = math.floor(time.time()) + 1.05
+        time.sleep(start - time.time())
+        src.poll()
+        time.sleep(start + 2.0 - time.time())
+        return src.poll().view
+    finally:
+        src.close()
+
+
+def _node1_shared_luns(view: OntapView) -> list[LunStats]:
+    luns = [x for x in view.luns if x.node == NODE1 and x.volume in ("sql01_data", "ora01_data")]
+    assert {(x.volume, x.kind) for x in luns} == {("sql01_data", "lun"), ("ora01_data", "namespace")}
+    return luns
+
+
+@pytest.mark.parametrize(
+    ("target", "rel"),
+    [
+        ({}, 0.03),
+        ({"collection": "statistics"}, 0.05),
+        ({"collection": "statistics", "tables": SAN_LIF_TABLES}, 0.05),
+    ],
+    ids=["nic_common", "port-statistics", "port-statistics-tables-listed"],
+)
+def test_exporter_judges_both_protocols_on_the_shared_physical_port(
+    target: dict[str, Any], rel: float
+) -> None:
+    """From the port's own counters (nic_common, or the statistics path's port statistics): 1,300 MB/s
+    sent over the 10 GbE e0e, 1.04 of its link, for the iSCSI LUNs and the NVMe/TCP namespaces alike."""
+    with running("shared-port", real_time=True) as (s, _):
+        view = _exporter_view(s, **target)
+    ctx = Context(0.0, {"c1": view}, {}, History())
+    e0e = next(p for p in view.eth_ports if (p.node, p.port) == (NODE1, "e0e"))
+    assert e0e.tx_bytes_s == pytest.approx(SHARED_ISCSI_BYTES + SHARED_NVME_BYTES, rel=rel)
+    assert e0e.rx_bytes_s == pytest.approx(NAS_RX_BYTES, rel=rel)
+    want = (SHARED_ISCSI_BYTES + SHARED_NVME_BYTES) / TEN_GBE_BYTES
+    for lun in _node1_shared_luns(view):
+        fe = front_end(ctx, lun)
+        assert fe.protocol == ("iscsi" if lun.kind == "lun" else "nvme_tcp"), lun.lun
+        assert (fe.port, fe.port_basis) == ("e0e", PORT_COUNTERS), lun.lun
+        assert fe.port_utilization == pytest.approx(want, rel=rel), lun.lun
+        assert fe.port_utilization > 1.0 and PORT_COUNTERS in fe.port_evidence
+
+
+@pytest.mark.parametrize(
+    ("target", "faults"),
+    [({"tables": SAN_LIF_TABLES}, {}), ({}, {"missing_table": "nic_common"})],
+    ids=["not-polled", "cluster-lacks-table"],
+)
+def test_exporter_without_port_counters_sums_every_san_lif_over_the_physical_port(
+    target: dict[str, Any], faults: dict[str, str]
+) -> None:
+    """No nic_common rows and no port statistics: the iSCSI LIF on e0e-100 and the NVMe/TCP LIF on e0e add up
+    on e0e (700 + 600 MB/s, 1.04 of the link, without the NAS writes), named as the LIF sum."""
+    with running("shared-port", real_time=True) as (s, _):
+        if faults:
+            requests.post(f"{s.url}/-/sim/faults", json=faults, timeout=10).raise_for_status()
+        view = _exporter_view(s, **target)
+    assert view.eth_ports == ()
+    ctx = Context(0.0, {"c1": view}, {}, History())
+    lifs = {x.protocol: x for x in view.lifs if x.node == NODE1 and x.protocol in ("iscsi", "nvme_tcp")}
+    assert (lifs["iscsi"].port, lifs["nvme_tcp"].port) == ("e0e-100", "e0e")
+    assert lifs["iscsi"].read_bytes_s == pytest.approx(SHARED_ISCSI_BYTES, rel=0.03)
+    assert lifs["nvme_tcp"].read_bytes_s == pytest.approx(SHARED_NVME_BYTES, rel=0.03)
+    want = (SHARED_ISCSI_BYTES + SHARED_NVME_BYTES) / TEN_GBE_BYTES
+    for lun in _node1_shared_luns(view):
+        fe = front_end(ctx, lun)
+        assert (fe.port, fe.port_basis) == ("e0e", LIF_SUM), lun.lun
+        assert fe.port_utilization == pytest.approx(want, rel=0.03), lun.lun
+        assert LIF_SUM in fe.port_evidence and "e0e" in fe.port_evidence
+
+
+def test_front_end_with_the_port_rows_removed_falls_back_to_the_lif_sum() -> None:
+    """The same view with and without its port rows: 1.04 either way on the shared port, the basis named."""
+    with running("shared-port", real_time=True) as (s, _):
+        view = _exporter_view(s)
+    assert view.eth_ports
+    for v, basis in ((view, PORT_COUNTERS), (dataclasses.replace(view, eth_ports=()), LIF_SUM)):
+        ctx = Context(0.0, {"c1": v}, {}, History())
+        for lun in _node1_shared_luns(v):
+            fe = front_end(ctx, lun)
+            assert (fe.port, fe.port_basis) == ("e0e", basis), lun.lun
+            assert fe.port_utilization == pytest.approx(1.04, rel=0.03), lun.lun
