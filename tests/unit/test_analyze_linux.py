@@ -254,3 +254,20 @@ def test_sar_without_p_names_scsi_paths_by_their_major() -> None:
     ]
     groups, idle = dm_groups(reports, list(reports[0]), lambda d: d == "dev253-0")
     assert {m: set(p) for m, p in groups.items()} == {"dev253-0": {"dev8-16", "dev65-0"}} and not idle
+
+
+def test_a_kernel_that_charges_a_jiffy_per_io_start_hides_no_idle_disk(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """iostat's %util is the kernel's busy time: 92 % on a 5.15 kernel for 0.40 requests in flight
+    (500 reads/s x 0.3 ms + 10 writes/s x 25 ms). Read as printed the disk is 8 % idle and its 25 ms log
+    writes look like a busy disk's; bounded by the requests in flight it is 60 % idle, the SAN's
+    signature, and the advice names the kernel that counted it."""
+    doc = run_json(capsys, str(LINUX / "constructed-short-io-kernel515-iostat-xt.txt"))
+    (f,) = [d for d in doc["diagnoses"] if d["id"] == "san_oversubscription"]
+    assert f["subject"]["disk"] == "sdb"
+    in_flight = 500 * 0.0003 + 10 * 0.025
+    assert f["evidence"]["host_idle_ratio"] == pytest.approx(1 - in_flight)
+    assert "Busy time as counted 92 %, bounded by the requests in flight to 40 %" in f["recommendation"]
+    assert "kernel 5.15.0-91-generic" in f["recommendation"]
+    assert "waterfall" not in f or not f["waterfall"], "no array data: the host's time is not split"

@@ -201,7 +201,15 @@ class LinuxInput:
                     extra["observed_paths"] = len(paths)
                     extra["path_stats"] = tuple(_path_stats(p, per_path.get(p, {})) for p in paths)
                 disks.append(
-                    HostDiskStats(self.host, device, **m.stats_fields(), platform="linux", **values, **extra)
+                    HostDiskStats(
+                        self.host,
+                        device,
+                        **m.stats_fields(),
+                        platform="linux",
+                        kernel=self.capture.kernel,
+                        **values,
+                        **extra,
+                    )
                 )
             yield Snapshot(self.host, "host", end, view=HostView(self.host, end, end - start, tuple(disks)))
 

@@ -15,7 +15,8 @@ For a host disk joined to its LUN or namespace the parts are, in path order:
 The parts add up to the host's latency. When ONTAP reports more time than the host waited
 (counters sampled over different moments), transport is 0 and ONTAP's parts are scaled to fit.
 A LUN, namespace or volume without a host gets ONTAP's components alone, adding up to its
-latency.
+latency. A host disk with no array data behind it (unmapped, or its LUN not polled) has none:
+transport is what is left of the host's time after ONTAP's, so without ONTAP's it is unknown.
 """
 
 from __future__ import annotations
@@ -129,14 +130,13 @@ def of_host_disk(ctx: Context, d: HostDiskStats) -> Waterfall | None:
         ontap_s = weighted_latency(lun.read_iops, lun.write_iops, lun.read_latency_s, lun.write_latency_s)
     if ontap_s is None and w is not None:
         ontap_s = num(w.latency_s)
-    parts: dict[str, float] = {"host_queue": queue}
     if ontap_s is None:
-        parts["transport"] = outstanding  # no array data: everything past the queue is unattributed
-    else:
-        ontap_s = max(ontap_s, 0.0)
-        scale = min(1.0, outstanding / ontap_s) if ontap_s > 0 else 1.0
-        parts["transport"] = max(outstanding - ontap_s, 0.0)
-        parts.update(_ontap_parts(ontap_s * scale, w))
+        return None  # no array data: the time past the host's queue cannot be split, so none is named
+    parts: dict[str, float] = {"host_queue": queue}
+    ontap_s = max(ontap_s, 0.0)
+    scale = min(1.0, outstanding / ontap_s) if ontap_s > 0 else 1.0
+    parts["transport"] = max(outstanding - ontap_s, 0.0)
+    parts.update(_ontap_parts(ontap_s * scale, w))
     return Waterfall(r, _ordered(parts), w.workload if w is not None and w.components else "")
 
 
