@@ -4,10 +4,11 @@
 Starts the simulator (HTTPS, in this process, logging every request), writes a ``harvest.yml``
 for one poller with the Rest (Aggregate, Disk, Lun, Node, Volume, Status, LIF, NetPort, Namespace,
 FCP, Cluster, and QoS: QosPolicyFixed, QosPolicyAdaptive, QosWorkload from the private CLI),
-RestPerf (Disk, Lun, SystemNode, FcpPort, FcpLif, ISCSI, NVMfLif, Namespace, WAFL, and QoS:
-Workload, WorkloadVolume; data every 20 s) and KeyPerf (Volume; data every 20 s) collectors:
-Harvest's objects for everything sanlens models (RestPerf's ``lif`` and ``nic_common`` tables are
-not read by sanlens), runs Harvest's ``bin/poller`` for ``--seconds`` and then reports, per object:
+RestPerf (Disk, Lun, SystemNode, FcpPort, FcpLif, ISCSI, NVMfLif, NicCommon, Namespace, WAFL, and
+QoS: Workload, WorkloadVolume; data every 20 s) and KeyPerf (Volume; data every 20 s) collectors:
+Harvest's objects for everything sanlens models (RestPerf's ``lif`` table is not read by sanlens;
+NicCommon gives the Ethernet ports' own byte counters, ``nic_rx_bytes`` and ``nic_tx_bytes``),
+runs Harvest's ``bin/poller`` for ``--seconds`` and then reports, per object:
 
 - requests the simulator refused (any 4xx/5xx, a 404 above all);
 - the poller's error and warning lines, and lines that speak of missing or unknown things;
@@ -91,6 +92,9 @@ PATH_OBJECT = {
     "/api/network/ip/interfaces": "LIF",
     "/api/private/cli/network/interface": "LIF",
     "/api/network/ethernet/ports": "NetPort",
+    # RestPerf NicCommon: the Ethernet ports' counters, reported with the port inventory
+    "/api/cluster/counter/tables/nic_common": "NetPort",
+    "/api/cluster/counter/tables/nic_common/rows": "NetPort",
     "/api/private/cli/network/port": "NetPort",
     "/api/private/cli/network/port/ifgrp": "NetPort",
     "/api/storage/namespaces": "Namespace",
@@ -187,6 +191,8 @@ def expected_families(sim_url: str, ctx: ssl.SSLContext, asa_r2: bool) -> dict[s
     if services:
         out["LIF"] = ("lif_labels",)
         out["NetPort"] = ("net_port_status",)  # NetPort exports its labels on every metric: no _labels
+    if services and not asa_r2:
+        out["NetPort"] += ("nic_rx_bytes", "nic_tx_bytes")  # RestPerf NicCommon: each port's own bytes
     if services and asa_r2:
         out["LIF"] += ("lif_sent_data",)  # KeyPerf's LIF object: bytes only
     if "data_iscsi" in services and not asa_r2:
@@ -414,6 +420,7 @@ TEMPLATES: Templates = {
             "FcpLif": "fcp_lif.yaml",
             "ISCSI": "iscsi_lif.yaml",
             "NVMfLif": "nvmf_lif.yaml",
+            "NicCommon": "nic_common.yaml",
             "Namespace": "namespace.yaml",
             "WAFL": "wafl.yaml",
             "Workload": "workload.yaml",
@@ -667,7 +674,9 @@ def scan_log(log: str, report: Report) -> None:
 
 # ------------------------------------------------------------------ capture
 # Families a page may lose when too large: none whose name starts with one of these.
-KEEP_PREFIXES = ("lun_", "volume_", "node_", "fcp_", "aggr_", "disk_", "cluster_", "metadata_", "qos_")
+KEEP_PREFIXES = (
+    "lun_", "volume_", "node_", "fcp_", "aggr_", "disk_", "cluster_", "metadata_", "qos_", "nic_",
+)  # fmt: skip
 PERF_OBJECTS = ("lun", "system:node", "fcp_lif", "keyperf:volume")
 
 

@@ -1,12 +1,13 @@
 """iSCSI and NVMe-oF sites through Harvest's series: LIFs, their ports and namespaces, read back.
 
-``tests/data/harvest/{iscsi,nvme-tcp}.prom`` are what a real Harvest poller (built from its source;
-Rest LIF, NetPort and Namespace, RestPerf ISCSI, NVMfLif and Namespace beside the FC site's
-objects) exported for the simulator's ``iscsi`` and ``nvme-tcp`` scenarios. A real Prometheus
-scrapes each page; sanlens reads it back and must see the REST collector's LIFs (protocol, port,
-speed, rates, latencies) and namespaces within 1 %, and the same findings. The Ethernet ports'
-speeds come from ``net_port_status``: Harvest's NetPort template puts every label on its metrics,
-and exports no ``net_port_labels``.
+``tests/data/harvest/{iscsi,nvme-tcp,shared-port}.prom`` are what a real Harvest poller (built from
+its source; Rest LIF, NetPort and Namespace, RestPerf ISCSI, NVMfLif and Namespace beside the FC
+site's objects, and RestPerf NicCommon for ``shared-port``) exported for the simulator's scenarios
+of those names. A real Prometheus scrapes each page; sanlens reads it back and must see the REST
+collector's LIFs (protocol, port, speed, rates, latencies), namespaces and, where the page has
+NicCommon's families, Ethernet ports' own bytes and speeds within 1 %, and the same findings. The
+LIFs' port speeds come from ``net_port_status``: Harvest's NetPort template puts every label on its
+metrics, and exports no ``net_port_labels``.
 """
 
 from __future__ import annotations
@@ -20,22 +21,26 @@ from conftest import ROOT
 from harness import Harness, harness  # noqa: F401  (fixture)
 from harvest_views import close, diagnose, rest_view
 from sanlens.config import Duration, OntapTarget
+from sanlens.diagnose.base import Context
+from sanlens.diagnose.front_end import ETHERNET, PORT_COUNTERS, front_end
+from sanlens.diagnose.history import History
 from sanlens.model import OntapView
 from sanlens.ontap.harvest_source import HarvestSource
 
 pytestmark = pytest.mark.e2e
 PAGES = ROOT / "tests" / "data" / "harvest"
+PROTOCOLS = {"iscsi": ("iscsi",), "nvme-tcp": ("nvme_tcp",), "shared-port": ("iscsi", "nvme_tcp")}
 
 
-@pytest.mark.parametrize("scenario", ["iscsi", "nvme-tcp"])
+@pytest.mark.parametrize("scenario", list(PROTOCOLS))
 def test_lifs_ports_and_namespaces_from_harvests_series(harness: Harness, scenario: str) -> None:  # noqa: F811
     page = PAGES / f"{scenario}.prom"
     meta = json.loads(Path(f"{page}.json").read_text())
     assert meta["simulator_scenario"] == scenario
     rest, cluster, namespaces = rest_view(scenario, meta["simulator_knobs"], with_inventory=True)
-    wanted = "iscsi" if scenario == "iscsi" else "nvme_tcp"
-    assert any(x.protocol == wanted for x in rest.lifs), f"{scenario} has {wanted} LIFs"
-    if scenario == "nvme-tcp":
+    for wanted in PROTOCOLS[scenario]:
+        assert any(x.protocol == wanted for x in rest.lifs), f"{scenario} has {wanted} LIFs"
+    if "nvme_tcp" in PROTOCOLS[scenario]:
         assert namespaces and any(x.kind == "namespace" for x in rest.luns)
     addr = harness.serve_page(page.read_bytes())
     prom = harness.start_prometheus({"harvest": [addr]})
@@ -63,6 +68,21 @@ def test_lifs_ports_and_namespaces_from_harvests_series(harness: Harness, scenar
             h = spaces[(x.svm, x.lun)]
             for f in ("read_iops", "write_iops", "read_latency_s", "write_latency_s", "read_bytes_s"):
                 assert close(getattr(h, f), getattr(x, f)), (x.lun, f, getattr(h, f), getattr(x, f))
+    if "NicCommon" in meta["collectors"]["RestPerf"]:  # the ports' own counters
+        assert rest.eth_ports, f"{scenario} serves nic_common"
+        ports = {(p.node, p.port): p for p in harvest.eth_ports}
+        assert set(ports) == {(p.node, p.port) for p in rest.eth_ports}
+        for p in rest.eth_ports:
+            h = ports[(p.node, p.port)]
+            for f in ("speed_gbps", "rx_bytes_s", "tx_bytes_s"):
+                assert close(getattr(h, f), getattr(p, f)), (p.port, f, getattr(h, f), getattr(p, f))
+        ctx = Context(0.0, {harvest.cluster: harvest}, {}, History())
+        judged = [fe for x in harvest.luns if x.read_iops and (fe := front_end(ctx, x)).protocol in ETHERNET]
+        assert judged, "busy LUNs behind iSCSI or NVMe/TCP"
+        for fe in judged:  # by the Ethernet port's own counters, not the LIF sum
+            assert fe.port_basis == PORT_COUNTERS and fe.port_utilization is not None, fe
+    else:
+        assert harvest.eth_ports == (), "no NicCommon on the page: no port counters"
 
     found = {
         name: diagnose(scenario, meta["simulator_knobs"], view)

@@ -102,6 +102,7 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
                 1.0,
             ),
             ({"__name__": "net_port_status", "node": "n1", "port": "e0d", "op_speed": "10000"}, 1.0),
+            ({"__name__": "net_port_status", "node": "n1", "port": "e0c", "op_speed": "40000"}, 1.0),
         ),
         "ns": vector(
             ({"__name__": "namespace_read_ops", "svm": "s1", "volume": "v2", "path": "/vol/v2/ns1"}, 300.0),
@@ -129,6 +130,12 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
         ),
     }
 
+    answers["nic"] = vector(
+        ({"__name__": "nic_tx_bytes", "node": "n1", "nic": "e0d"}, 1.0e9),
+        ({"__name__": "nic_rx_bytes", "node": "n1", "nic": "e0d"}, 2.0e7),
+        ({"__name__": "nic_labels", "node": "n1", "nic": "e0d", "speed": "25000000000"}, 1.0),
+        ({"__name__": "nic_rx_bytes", "node": "n1", "nic": "e0c"}, 5.0e8),
+    )
     answers["qos"] = vector(
         (
             {
@@ -170,7 +177,7 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
         assert 'cluster="c1"' in q and 'datacenter="dc1"' in q
         marker = {"lun": "lun_read_ops", "volume": "volume_read_ops", "node": "node_cpu_busy",
                   "fcp": "fcp_read_data", "raid": "raid_disk_busy", "front": "iscsi_lif_", "ns": "namespace_read_ops",
-                  "qos": "qos_ops"}  # fmt: skip
+                  "qos": "qos_ops", "nic": "nic_rx_bytes"}  # fmt: skip
         kind = next(k for k, m in marker.items() if f'"{m}' in q or f"|{m}" in q)
         return 200, {}, json.dumps(answers[kind])
 
@@ -186,7 +193,7 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
     src = joined(HarvestSource(target), directory)
     snap = src.poll()
     view = snap.view
-    assert src.queries == 8 and len(responses.calls) == 8  # seven object kinds and QoS
+    assert src.queries == 9 and len(responses.calls) == 9  # eight object kinds and QoS
     x, nsp = view.luns
     assert (nsp.kind, nsp.lun, nsp.volume, nsp.node) == ("namespace", "/vol/v2/ns1", "v2", "n1")
     assert nsp.read_iops == 300.0 and nsp.read_latency_s == pytest.approx(250e-6)
@@ -213,6 +220,14 @@ def test_one_query_per_object_kind_and_harvests_units_turned_into_the_view() -> 
     assert (
         p.queue_full == pytest.approx(3600.0) and p.speed_gbps == 16.0 and p.utilization == pytest.approx(0.5)
     )
+    e0c, e0d = view.eth_ports
+    assert (e0d.port, e0d.speed_gbps, e0d.tx_bytes_s, e0d.rx_bytes_s) == ("e0d", 25.0, 1.0e9, 2.0e7), (
+        "nic_labels' speed is bit/s, and wins over net_port_status's"
+    )
+    assert (e0c.port, e0c.speed_gbps, e0c.tx_bytes_s) == ("e0c", 40.0, None), (
+        "no nic_labels: the speed net_port_status gives"
+    )
+    assert e0d.utilization == pytest.approx(1.0e9 / (25 * 1.25e8))
     (d,) = view.disks
     assert (d.aggregate, d.raid_group, d.busy_ratio) == ("a1", "/a1/plex0/rg0", pytest.approx(0.25))
     assert directory.by_serial("58PFhKjiU73c") is not None, "the LUN joins host disks by its serial"

@@ -56,7 +56,7 @@ def test_every_view_field_a_table_feeds_is_a_field_of_its_rows() -> None:
 
 
 def test_each_harvest_family_and_label_read_is_on_a_real_harvest_page() -> None:
-    assert len(PAGES) == 4
+    assert len(PAGES) == 5
     page = _page_labels()
     for q in queries():
         for t in q.tables:
@@ -118,7 +118,7 @@ def test_one_generic_builder_reads_a_table_from_its_declarations() -> None:
 
 def test_the_front_end_queries_are_one_and_a_table_with_a_family_needs_a_harvest_block() -> None:
     names = [q.name for q in queries()]
-    assert len(names) == 8 and len(set(names)) == 8
+    assert len(names) == 9 and len(set(names)) == 9
     lif = next(q for q in queries() if q.name == "lif")
     assert [t.table for t in lif.tables] == ["iscsi_lif", "nvmf_lif"]
     assert [i.name for i in lif.info] == ["lif_labels", "net_port_status"]

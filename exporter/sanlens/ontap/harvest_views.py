@@ -4,8 +4,8 @@ Harvest exports cooked gauges, not counters: rates per second, averages in ONTAP
 (microseconds per op, percent) and deltas as the count of its own last poll. Which family feeds
 which view field, its scale and its row key are the table's ``harvest`` declarations, read by one
 builder (``harvest_rows``); what only labels say (a LUN's path and serial, a disk's RAID group, the
-port a LIF sits on, a QoS workload's identity and its policy's ceiling) is the small code per kind
-of row below.
+port a LIF sits on, an Ethernet port's link speed, a QoS workload's identity and its policy's
+ceiling) is the small code per kind of row below.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from sanlens.model import (
     DiskStats,
+    EthPortStats,
     FcPortStats,
     LifStats,
     LunStats,
@@ -31,6 +32,7 @@ from sanlens.ontap.views import measured
 from sanlens.qos import QosPolicy, QosWorkload
 
 ARRAY_LABEL = "metric"  # the label Harvest names an array counter's element by (node_cpu_domain_busy)
+BIT_PER_GBIT = 1e9  # nic_labels' speed: Harvest's Nic plugin rewrites nic_common's `10000M` in bit/s
 _SPEED = re.compile(r"(\d+(?:\.\d+)?)")
 
 
@@ -122,7 +124,7 @@ def serial_of(serial_hex: str) -> str:
 
 def speed_gbps(text: str, per_gbps: float = 1.0) -> float | None:
     """A link speed label in Gbit/s (FC's ``speed`` is Gbit/s, Ethernet's ``op_speed`` Mbit/s: ``per_gbps``
-    1000); None when it gives no positive speed."""
+    1000, ``nic_labels``' ``speed`` bit/s: 1e9); None when it gives no positive speed."""
     m = _SPEED.search(text)
     return float(m.group(1)) / per_gbps if m and float(m.group(1)) > 0 else None
 
@@ -244,6 +246,20 @@ def _lif(ctx: _Ctx, t: TableDef, r: HarvestRow) -> LifStats:
     )
 
 
+def _eth_port(ctx: _Ctx, t: TableDef, r: HarvestRow) -> EthPortStats:
+    """A physical Ethernet port's own bytes (every LIF, VLAN and protocol on it), its speed from
+    ``nic_labels`` or else the port inventory's (``net_port_status``)."""
+    node, port = r.key["node"], r.key["nic"]
+    speed = speed_gbps((r.info or {}).get("speed", ""), BIT_PER_GBIT)
+    return EthPortStats(
+        cluster=ctx.cluster,
+        node=node,
+        port=port,
+        speed_gbps=speed or ctx.eth_speeds.get((node, port)),
+        **measured(EthPortStats, r.fields),
+    )
+
+
 _MAKERS: dict[str, Callable[[_Ctx, TableDef, HarvestRow], Any]] = {
     "luns": _lun,
     "volumes": _volume,
@@ -251,6 +267,7 @@ _MAKERS: dict[str, Callable[[_Ctx, TableDef, HarvestRow], Any]] = {
     "disks": _disk,
     "fc_ports": _fc_port,
     "lifs": _lif,
+    "eth_ports": _eth_port,
 }
 
 
