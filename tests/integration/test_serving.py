@@ -1,10 +1,11 @@
 """/metrics as `sanlens serve` answers it: one cached body per update, gzip, keep-alive, and
-clients that are slow, idle or rude never hold up a scrape."""
+clients that are slow, idle or rude never hold up a scrape; /diagnoses laid out by incident."""
 
 from __future__ import annotations
 
 import gzip
 import http.client
+import json
 import logging
 import re
 import socket
@@ -12,11 +13,13 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
+from unittest import mock
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.joining import joined
 
+from golden import Clock, settle
 from sanlens.config import DiagnoseConfig, Duration, HostTarget, OntapTarget
 from sanlens.diagnose.engine import Engine
 from sanlens.hosts.registry import make_host_source
@@ -289,3 +292,81 @@ def test_a_healthy_estate_costs_next_to_no_diagnosis_series() -> None:
     judged = {m[1]: float(m[2]) for line in diagnosis if (m := ok.match(line))}
     assert judged["lun_iops_ceiling"] == len(engine.subject_states("lun_iops_ceiling")) >= 1500
     assert judged["latency_slo"] >= 1500
+
+
+def mixed_engine() -> Engine:
+    """The demo's scenario (``mixed``) polled eight times on a hand-moved clock, its windows shortened
+    as the demo shortens them: several incidents, each cause with the latency_slo symptoms it explains."""
+    clock = Clock(1_700_000_000.0)
+    with (
+        mock.patch("time.time", clock),
+        mock.patch("time.monotonic", clock),
+        Simulator(scenario="mixed", clock=clock) as sim,
+    ):
+        directory = LunDirectory()
+        sources = [joined(OntapSource(OntapTarget(name=sim.cluster_name, url=sim.url)), directory)]
+        sources += [
+            joined(make_host_source(HostTarget(name=h, url=f"{sim.url}/windows/{h}/metrics")), directory)
+            for h in sim.hosts
+        ]
+        sources += [
+            joined(
+                make_host_source(
+                    HostTarget(name=h, source="node_exporter", url=f"{sim.url}/linux/{h}/metrics")
+                ),
+                directory,
+            )
+            for h in sim.linux_hosts
+        ]
+        engine = Engine(DiagnoseConfig(sustain_scale=0.05))
+        try:
+            for i in range(8):
+                clock.t = 1_700_000_000.0 + 60.0 * i
+                for src in sources:
+                    engine.update(src.poll())
+                    settle(src)
+        finally:
+            for src in sources:
+                src.close()
+    return engine
+
+
+def test_diagnoses_list_each_incident_cause_first_and_group_on_request() -> None:
+    engine = mixed_engine()
+    srv = ExporterServer(State(), "127.0.0.1:0", engine=engine)
+    srv.start()
+    try:
+        status, headers, body = get(srv.port, "/diagnoses", gzip_ok=False)
+        assert status == 200 and headers["content-type"] == "application/json"
+        flat = json.loads(body)
+        status, _, body = get(srv.port, "/diagnoses?group=incident", gzip_ok=False)
+        assert status == 200
+        groups = json.loads(body)
+        status, _, body = get(srv.port, "/diagnoses?group=host", gzip_ok=False)
+        assert status == 400 and b"group=incident" in body
+    finally:
+        srv.stop()
+    findings = engine.findings()  # worst first: a host's slow disks ahead of their over-subscription
+    host_incident = [f["role"] for f in findings if f["incident"].endswith("/sql01")]
+    assert host_incident[0] == "symptom" and "cause" in host_incident
+    # still a list of every finding, unchanged...
+    assert sorted(map(json.dumps, flat)) == sorted(map(json.dumps, findings))
+    # ...laid out incident by incident, never a symptom before its incident's causes
+    incidents = [f["incident"] for f in flat]
+    assert incidents == sorted(incidents, key=incidents.index), "an incident's findings are split"
+    for name in set(incidents):
+        mine = [f["role"] for f in flat if f["incident"] == name]
+        assert mine == sorted(mine), f"{name}: {mine}"  # "cause" < "symptom"
+    assert flat[0]["role"] == "cause" and flat[0]["state"] == max(f["state"] for f in flat)
+    # grouped: one object per incident, the worst first, the same findings in the same order
+    assert [g["incident"] for g in groups] == list(dict.fromkeys(incidents))
+    assert [f for g in groups for f in (*g["causes"], *g["symptoms"])] == flat
+    assert [g["state"] for g in groups] == sorted((g["state"] for g in groups), reverse=True)
+    for g in groups:
+        assert all(f["role"] == "cause" for f in g["causes"])
+        assert all(f["role"] == "symptom" for f in g["symptoms"])
+        assert g["state"] == max(f["state"] for f in (*g["causes"], *g["symptoms"]))
+        assert g["severity"] == {1: "warning", 2: "critical"}[g["state"]]
+    host = next(g for g in groups if g["incident"].endswith("/sql01"))  # one incident for the host's disks
+    assert [f["id"] for f in host["causes"]] == ["san_oversubscription"] * 2
+    assert [f["id"] for f in host["symptoms"]] == ["latency_slo"] * 2

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from tests.builders import DISK_KEY, T0, engine, feed, hostview, mapped, node, ontap
+import json
+from typing import Any
 
-from sanlens.diagnose.attribution import ROLE_CAUSE, ROLE_SYMPTOM, Seen, attribute, incident
+from tests.builders import DISK_KEY, T0, disk, engine, feed, hostview, mapped, node, ontap
+
+from sanlens.diagnose.attribution import (
+    ROLE_CAUSE,
+    ROLE_SYMPTOM,
+    Seen,
+    attribute,
+    by_incident,
+    incident,
+    incident_order,
+)
 from sanlens.diagnose.base import Context, labels
 from sanlens.diagnose.history import History
 from sanlens.diagnose.registry import REGISTRY
@@ -132,3 +143,69 @@ def test_diagnoses_json_names_the_incident_and_the_causes() -> None:
         "cause",
         [],
     )
+
+
+def slow_host_and_its_oversubscribed_disk() -> list[dict[str, Any]]:
+    """sql01's disk over-subscribed (critical cause) and slow (its latency_slo symptom, which sorts first
+    among equally bad findings), and sql02's disk slow with nothing to explain it (warning)."""
+    e = engine(sustain_scale=0.0)
+    bad = mapped(read_latency_s=1.5, write_latency_s=1.2, idle_ratio=0.7)
+    lone = disk(host="sql02", read_latency_s=0.016, write_latency_s=0.016, idle_ratio=0.1)
+    feed(e, 0, 60, 15, lambda t: [ontap(t), hostview(t, bad), hostview(t, lone, host="sql02")])
+    return e.findings()
+
+
+def test_findings_by_incident_put_each_cause_before_the_symptoms_it_explains() -> None:
+    findings = slow_host_and_its_oversubscribed_disk()
+    # worst first puts the symptom ahead of its own cause
+    assert [(f["id"], f["role"]) for f in findings][:2] == [("latency_slo", "symptom"), ("san_oversubscription", "cause")]  # fmt: skip
+    groups = by_incident(findings)
+    assert [(g["incident"], g["state"], g["severity"]) for g in groups] == [
+        ("san_oversubscription:c1/sql01", 2, "critical"),
+        ("latency_slo:sql02/disk 1", 1, "warning"),
+    ]
+    first, lone = groups
+    assert [(f["id"], f["subject"]["host"]) for f in first["causes"]] == [("san_oversubscription", "sql01")]
+    assert [(f["id"], f["subject"]["host"]) for f in first["symptoms"]] == [("latency_slo", "sql01")]
+    # a symptom nothing explains is its own incident's cause
+    assert [(f["id"], f["role"]) for f in lone["causes"]] == [("latency_slo", "cause")] and not lone[
+        "symptoms"
+    ]
+    flat = incident_order(findings)
+    assert [(f["id"], f["role"], f["subject"]["host"]) for f in flat] == [
+        ("san_oversubscription", "cause", "sql01"),
+        ("latency_slo", "symptom", "sql01"),
+        ("latency_slo", "cause", "sql02"),
+    ]
+    assert sorted(map(json.dumps, flat)) == sorted(map(json.dumps, findings))  # every finding, unchanged
+
+
+def test_by_incident_keeps_a_symptom_whose_cause_is_pending_and_a_finding_without_incident() -> None:
+    def f(did: str, state: int, score: float, inc: str, role: str) -> dict[str, Any]:
+        severity = {1: "warning", 2: "critical"}[state]
+        return {
+            "id": did,
+            "state": state,
+            "severity": severity,
+            "score": score,
+            "incident": inc,
+            "role": role,
+        }
+
+    findings = [
+        f("latency_slo", 2, 1.0, "cpu_domain_serial_bottleneck:c1/n1", "symptom"),  # its cause still pending
+        f("latency_slo", 2, 0.9, "san_oversubscription:c1/sql01", "symptom"),
+        f("san_oversubscription", 1, 0.8, "san_oversubscription:c1/sql01", "cause"),
+        f("san_oversubscription", 1, 0.7, "san_oversubscription:c1/sql01", "cause"),  # another disk, one host
+        f("disk_failed", 1, 0.5, "", ""),
+        f("lun_not_online", 1, 0.4, "", ""),
+    ]
+    groups = by_incident(findings)
+    assert [(g["incident"], len(g["causes"]), len(g["symptoms"]), g["severity"]) for g in groups] == [
+        ("cpu_domain_serial_bottleneck:c1/n1", 0, 1, "critical"),
+        ("san_oversubscription:c1/sql01", 2, 1, "critical"),
+        ("", 1, 0, "warning"),
+        ("", 1, 0, "warning"),
+    ]
+    assert [g["causes"][0]["score"] for g in groups[1:]] == [0.8, 0.5, 0.4]
+    assert [x["score"] for x in incident_order(findings)] == [1.0, 0.8, 0.7, 0.9, 0.5, 0.4]

@@ -50,6 +50,32 @@ def test_oversubscription_host_only_without_capacity_only_warns() -> None:
     assert now_state("san_oversubscription", DISK_KEY, hostview(0, disk(**over_disk()))) == 1
 
 
+def oversubscription_advice(e_cfg: dict[str, Any], *views: Any) -> tuple[int, str]:
+    e = engine(sustain_scale=0.0, **e_cfg)
+    for v in views:
+        e.update(snap(v))
+    f = finding(e, "san_oversubscription")
+    assert f is not None
+    return f["state"], f["recommendation"]
+
+
+def test_oversubscription_held_at_warning_says_why_and_what_lifts_it() -> None:
+    """Host-only at 1.2 s: past the critical objective, yet a warning; the advice says so."""
+    slow = hostview(0, disk(**over_disk(read_latency_s=1.2)))
+    state_, advice = oversubscription_advice({}, slow)
+    assert state_ == 1
+    assert "Held at warning" in advice and "data critical objective (20 ms)" in advice
+    assert "no ONTAP data is joined" in advice
+    assert "ONTAP target" in advice and "ONTAP capture" in advice
+    assert "diagnose.backend_iops_capacity" in advice
+    # with the capacity it pages, and nothing is held
+    state_, advice = oversubscription_advice({"backend_iops_capacity": 10000.0}, slow)
+    assert state_ == 2 and "Held at warning" not in advice
+    # a latency past the warning objective only is a warning on its own merits
+    state_, advice = oversubscription_advice({}, hostview(0, disk(**over_disk(read_latency_s=0.015))))
+    assert state_ == 1 and "Held at warning" not in advice
+
+
 @pytest.mark.parametrize(("idle", "expected"), [(0.49, 0), (0.51, 2)])
 def test_oversubscription_idle_boundary(idle: float, expected: int) -> None:
     v = hostview(0, disk(**over_disk(idle_ratio=idle)))
@@ -236,6 +262,32 @@ def test_queue_limited_too_few_luns_figures_need_a_smaller_gap() -> None:
 def test_latency_slo_classes(cls: str, lat: float, expected: int) -> None:
     v = hostview(0, disk(data_class=cls, read_latency_s=None, write_latency_s=lat, idle_ratio=0.0))
     assert now_state("latency_slo", DISK_KEY, v) == expected
+
+
+def test_latency_slo_advice_names_the_objective_its_severity_crossed() -> None:
+    def advice(lat: float) -> tuple[str, str]:
+        e = engine(sustain_scale=0.0)
+        e.update(snap(hostview(0, disk(read_latency_s=lat, write_latency_s=0.001, idle_ratio=0.1))))
+        f = finding(e, "latency_slo")
+        assert f is not None
+        return f["severity"], f["recommendation"]
+
+    severity, text = advice(0.016)
+    assert severity == "warning"
+    assert "read latency 16 ms is above the data warning objective (10 ms)" in text
+    assert "below its critical one (20 ms)" in text and "critical objective" not in text
+    severity, text = advice(0.060)
+    assert severity == "critical"
+    assert "read latency 60 ms is above the data critical objective (20 ms; warning from 10 ms)" in text
+    e = engine(sustain_scale=0.0)
+    e.update(snap(ontap(0, luns=(lun(read_latency_s=0.003, write_latency_s=0.001),))))
+    e.update(snap(hostview(0, mapped(data_class="log", idle_ratio=0.0))))
+    lun_finding = next(x for x in e.findings() if x["id"] == "latency_slo" and "host" not in x["subject"])
+    assert lun_finding["severity"] == "warning"
+    assert (
+        "read latency 3 ms is above the log warning objective (2 ms), below its critical one (5 ms)"
+        in (lun_finding["recommendation"])
+    )
 
 
 def test_latency_slo_tempdb_can_be_configured_apart_and_min_iops_filters_idle_ops() -> None:

@@ -17,12 +17,16 @@ Every non-ok finding gets one incident: a cause's is its diagnosis and the label
 groups by (``incident_by``: every disk of one over-subscribed host is one incident); an
 explained symptom takes the incident of its primary cause (the worst, paging first, nearest
 on the path); a symptom nothing explains is its own incident, and pages on its own.
+
+``by_incident`` and ``incident_order`` lay the /diagnoses findings out by incident: the worst
+incident first, each with its causes first and the symptoms they explain under them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sanlens.diagnose.base import Context
 from sanlens.diagnose.spec import DiagnosisSpec
@@ -145,3 +149,33 @@ def attribute(found: Iterable[Seen], specs: Mapping[str, DiagnosisSpec], ctx: Co
         primary = found_causes[0]
         out.incidents[key] = (incident(specs[primary.id], primary.key, primary.labels), ROLE_SYMPTOM)
     return out
+
+
+def by_incident(findings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """/diagnoses findings (worst first) as incidents, the worst first (by its worst finding).
+
+    Each incident is ``{"incident", "state", "severity", "causes", "symptoms"}``: its cause findings
+    (``role`` cause), then the symptoms they explain, each list in the order the findings came. A
+    symptom whose cause is still inside its sustain window has no cause finding yet: its incident's
+    ``causes`` is empty. A finding with no incident is an incident of its own."""
+    groups: dict[str, dict[str, Any]] = {}
+    rank: dict[str, tuple[int, float, int]] = {}
+    for i, f in enumerate(findings):
+        name = str(f.get("incident") or "")
+        key = name or f"\0{i}"  # no incident: a group of its own, never merged with another
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"incident": name, "state": 0, "severity": "", "causes": [], "symptoms": []}
+        g["symptoms" if f.get("role") == ROLE_SYMPTOM else "causes"].append(f)
+        state, score = int(f.get("state") or 0), float(f.get("score") or 0.0)
+        if key not in rank or state > g["state"]:
+            g["state"], g["severity"] = state, f.get("severity", "")
+        worst, best, first = rank.get(key, (state, score, i))
+        rank[key] = (max(worst, state), max(best, score), first)
+    order = sorted(groups, key=lambda k: (-rank[k][0], -rank[k][1], rank[k][2]))
+    return [groups[k] for k in order]
+
+
+def incident_order(findings: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The findings of ``by_incident`` as one flat list: incident by incident, causes first."""
+    return [f for g in by_incident(findings) for f in (*g["causes"], *g["symptoms"])]

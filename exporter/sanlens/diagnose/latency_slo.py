@@ -110,14 +110,27 @@ def class_level(latency: float | None, data_class: str, th: Thresholds) -> tuple
     return (2 if latency >= crit else 1 if latency >= warn else 0), warn, crit
 
 
+def crossed(level: int, cls: str, warn: float, crit: float) -> str:
+    """The objective a latency at ``level`` crossed, named first; the other one only as context."""
+    if level >= 2:
+        return f"the {cls} critical objective ({ms(crit)}; warning from {ms(warn)})"
+    return f"the {cls} warning objective ({ms(warn)}), below its critical one ({ms(crit)})"
+
+
 def _advice(
-    level: int, what: str, lat: float | None, op: str, cls: str, crit: float, wf: Waterfall | None = None
+    level: int,
+    what: str,
+    lat: float | None,
+    op: str,
+    cls: str,
+    objectives: tuple[float, float],
+    wf: Waterfall | None = None,
 ) -> str:
     if level == 0:
         return ""
     where = describe(wf) if wf is not None else ""
     return (
-        f"{what}: {op} latency {ms(lat)} is above the {cls} objective ({ms(crit)} critical). "
+        f"{what}: {op} latency {ms(lat)} is above {crossed(level, cls, *objectives)}. "
         + (f"Most of it is {where}. " if where else "")
         + "Check this subject's other diagnoses (qos_throttle, san_oversubscription, host_queue_limited, "
         "indirect_io, cpu_domain_serial_bottleneck, background_operation_impact, disk_busy_imbalance) "
@@ -152,7 +165,7 @@ def evaluate_disks(ctx: Context, th: Thresholds) -> list[Observation]:
                     lat,
                     op,
                     d.data_class,
-                    crit,
+                    (warn, crit),
                     of_host_disk(ctx, d) if level else None,
                 ),
             )
@@ -194,7 +207,7 @@ def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
                     lat,
                     op,
                     cls,
-                    crit,
+                    (warn, crit),
                     of_lun(ctx, lun) if level else None,
                 ),
             )

@@ -222,6 +222,7 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
         level = lat_level if all(checks) else 0
         if level and util is None and ratio is None:
             level = min(level, 1)  # no utilization evidence: warn, do not page
+    held = bool(level) and lat_level == 2 and level == 1  # critical latency, capped for want of evidence
     score = clamp01((lat or 0.0) / crit) if level else 0.5 * clamp01((lat or 0.0) / crit)
     advice = ""
     if level:
@@ -235,7 +236,8 @@ def _one(ctx: Context, d: HostDiskStats, th: Thresholds) -> Observation:
             array += f" ({fe.port_evidence})"
         advice = (
             f"{where}: {op} latency {ms(lat)} with the disk {pct(idle)} idle at {iops or 0:.0f} IOPS{array}. "
-            f"The I/O waits in the fabric or front-end, not in the disks: {front_end_fix(fe)}, "
+            + (held_note(d.data_class, crit, lun is not None) if held else "")
+            + f"The I/O waits in the fabric or front-end, not in the disks: {front_end_fix(fe)}, "
             f"{fabric_checks(d)}. "
             "In the field case 2 -> 4 -> 6 front-end adapters cut latency by orders of magnitude."
             f"{busy_note(d)}"
@@ -271,3 +273,18 @@ def front_end_fix(fe: FrontEnd) -> str:
             "and check the network between (MTU, flow control, a shared or oversubscribed switch uplink)"
         )
     return "add FC target ports or paths"
+
+
+def held_note(cls: str, crit: float, joined: bool) -> str:
+    """Why a finding whose latency is past the critical objective stays a warning, and what lifts it."""
+    missing = (
+        "the LUN joined to it carries no usable latency and its aggregate no disk busy"
+        if joined
+        else "no ONTAP data is joined to this disk"
+    )
+    return (
+        f"Held at warning although the latency is past the {cls} critical objective ({ms(crit)}): {missing} "
+        "and diagnose.backend_iops_capacity is not set, so nothing shows the array has headroom. "
+        "Add an ONTAP target (or, for sanlens analyze, an ONTAP capture) for the cluster behind it, "
+        "or set diagnose.backend_iops_capacity to the IOPS the backend can serve, and it can page. "
+    )

@@ -1,4 +1,5 @@
-"""The exporter's endpoints: /metrics, /diagnoses, /diagnoses/inputs, /-/healthy, /-/ready.
+"""The exporter's endpoints: /metrics, /diagnoses (``?group=incident``), /diagnoses/inputs, /-/healthy,
+/-/ready.
 
 What each request is answered with, once ``sanlens.serve.server`` has read it off its connection:
 the web config's rate limit and basic auth first, then the route. Slow work (bcrypt, JSON,
@@ -10,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
 import h11
 
 from sanlens import __version__
+from sanlens.diagnose.attribution import by_incident, incident_order
 from sanlens.serve.exposition import Exposition
 from sanlens.serve.web_security import ActiveWeb
 from sanlens.store import Engine, State
@@ -101,7 +104,10 @@ class Routes:
                 {"Vary": "Accept-Encoding"},
             )
         if path == b"/diagnoses":
-            return Response(200, await self._work(self._diagnoses), "application/json")
+            group = query(request).get("group", "")
+            if group not in ("", "incident"):
+                return plain(400, "unknown group: /diagnoses takes group=incident or no group\n")
+            return Response(200, await self._work(self._diagnoses, group), "application/json")
         if path == b"/diagnoses/inputs":
             return Response(200, await self._work(self._inputs), "application/json")
         if path == b"/-/healthy":
@@ -120,10 +126,13 @@ class Routes:
         doc = {name: {"kind": s.kind, **(s.inputs or {})} for name, s in sorted(snaps.items())}
         return json.dumps(doc, indent=1).encode()
 
-    def _diagnoses(self) -> bytes:
+    def _diagnoses(self, group: str = "") -> bytes:
+        """The non-ok findings, incident by incident (the worst first), each incident's causes before
+        the symptoms they explain: one flat list, or with ``group=incident`` one object per incident."""
         engine = self.engine
         findings = engine.findings() if engine is not None else []
-        return json.dumps(findings, indent=1).encode()
+        doc = by_incident(findings) if group == "incident" else incident_order(findings)
+        return json.dumps(doc, indent=1).encode()
 
     async def _work(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
@@ -152,6 +161,12 @@ def request_line_too_long(buffered: bytes) -> bool:
     """Whether a head refused as too large is refused for its request line (414, not 431)."""
     end = buffered.lstrip(b"\r\n").find(b"\n")
     return end < 0 or end > MAX_REQUEST_LINE
+
+
+def query(request: h11.Request) -> dict[str, str]:
+    """The request target's query parameters, the last value of each."""
+    _, _, q = request.target.partition(b"?")
+    return {k: v[-1] for k, v in urllib.parse.parse_qs(q.decode("latin-1")).items()}
 
 
 def header(request: h11.Request, name: bytes) -> str | None:
