@@ -1,9 +1,11 @@
 """The `sanlens analyze` HTML report in a real browser: headless chromium over the DevTools protocol.
 
 Loads a report of known inputs, then asserts what only a browser can tell: no
-console error or exception, every chart laid out with a non-zero size, and the
-diagnoses section listing the expected findings. A screenshot is kept beside
-the test's temporary files.
+console error or exception, every chart laid out with a non-zero size, the title
+naming the host, the cluster and the time range, the findings grouped by incident
+(the cause above the symptom it explains), evidence under readable names, and the
+host-vs-LUN latency chart drawing the LUN's line clear of the axis floor although it
+is 300 times lower than the host's. A screenshot is kept beside the test's temporary files.
 """
 
 from __future__ import annotations
@@ -136,10 +138,32 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
             " return [r.width, r.height, s.querySelectorAll('polyline,circle').length]})"
         )
         found = dev.evaluate(
-            "[...document.querySelectorAll('#diagnoses ~ .diag')].map(d => [d.dataset.diagnosis,"
-            " d.classList.contains('sev-critical') ? 'critical' : 'warning'])"
+            "[...document.querySelectorAll('#diagnoses ~ section.incident .diag')].map(d => [d.dataset.diagnosis,"
+            " d.classList.contains('sev-critical') ? 'critical' : 'warning', d.dataset.role,"
+            " d.closest('section').id])"
         )
         first_h2 = dev.evaluate("document.querySelector('h2').id")
+        heading = dev.evaluate(
+            "[document.title, document.querySelector('h1').innerText,"
+            " document.querySelector('.range').innerText]"
+        )
+        labels = dev.evaluate(
+            "[...document.querySelectorAll('#diagnoses ~ section table.ev th')].map(t => t.innerText)"
+        )
+        ratio = dev.evaluate(
+            "[...document.querySelectorAll('#diagnoses ~ section table.ev tr')]"
+            ".map(r => r.innerText).find(t => t.startsWith('host / array latency'))"
+        )
+        # the key chart: host (solid) and LUN (dashed) latency; where each line sits in the plot
+        lines = dev.evaluate(
+            "(() => { const h = [...document.querySelectorAll('#incident-1 .chart h4')]"
+            ".find(e => e.innerText.startsWith('latency vs LUN')); const svg = h.parentElement.querySelector('svg');"
+            " const axis = svg.querySelector('line').getBoundingClientRect();"
+            " return {floor: axis.bottom, axis: svg.innerHTML.includes('ms, log scale'),"
+            " lines: [...svg.querySelectorAll('polyline')].map(p => [p.getAttribute('stroke-dasharray') !== null,"
+            " p.getBoundingClientRect().top, p.getBoundingClientRect().bottom])}; })()"
+        )
+        text = dev.evaluate("document.body.innerText")
         shot = dev.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         png = base64.b64decode(shot["data"])
         (tmp_path / "report.png").write_bytes(png)
@@ -160,7 +184,23 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert len(charts) >= 8
     assert all(w > 0 and h > 0 and lines > 0 for w, h, lines in charts), charts
     assert first_h2 == "diagnoses"  # findings come first
-    assert ["cpu_domain_serial_bottleneck", "critical"] in found
-    assert ["san_oversubscription", "critical"] in found
-    assert ["latency_slo", "critical"] in found
+    title, h1, span = heading
+    assert "SQL01" in h1 and "cluster" in h1 and "SQL01" in title
+    assert "2025-03-02 10:00:00" in span and "UTC" in span
+    # one incident per cause, the cause first, the symptom it explains under it in the same incident
+    assert found[0] == ["san_oversubscription", "critical", "cause", "incident-1"]
+    assert ["latency_slo", "critical", "symptom", "incident-1"] in found
+    assert ["cpu_domain_serial_bottleneck", "critical", "cause", "incident-2"] in found
+    # evidence under readable names, a multiple as one
+    assert labels and "host latency" in labels
+    assert not [x for x in labels if "_" in x], labels
+    assert ratio and "\u00d7" in ratio and "%" not in ratio.split("\t")[1], ratio
+    assert "score" not in text and "1e-12" not in text
+    # the LUN's line (0.5 ms under the host's 200 ms) stands clear of the floor on the log axis
+    assert lines["axis"]
+    host = [top for dashed, top, _bottom in lines["lines"] if not dashed]
+    lun = [bottom for dashed, _top, bottom in lines["lines"] if dashed]
+    assert host and lun
+    assert all(lines["floor"] - b > 15 for b in lun), lines
+    assert all(b - min(host) > 30 for b in lun), lines
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000

@@ -121,7 +121,7 @@ def test_statistics_text_captures_with_interval(capsys: pytest.CaptureFixture[st
 
 def test_sysstat_domain_busy_series(capsys: pytest.CaptureFixture[str]) -> None:
     out, _ = analyze_json(capsys, str(DATA / "sysstat-M.txt"))
-    k = series(out, "sysstat", "sysstat-M", "domain_busy", "kahuna")
+    k = series(out, "sysstat", "cluster1-01", "domain_busy", "kahuna")
     assert k["unit"] == "percent" and k["samples"] == 4
     assert k["mean"] == pytest.approx((88 + 90 + 91 + 89) / 4) and k["max"] == 91
     assert out["inputs"][0]["kind"] == "ontap-sysstat"
@@ -157,10 +157,10 @@ def test_engine_gets_views_and_findings_reach_json(capsys, monkeypatch: pytest.M
             seen.append(snap)
 
         def findings(self) -> list[dict]:
-            return [{"id": "cpu_domain_serial_bottleneck", "subject": {"node": "sysstat-M"}, "state": 2}]
+            return [{"id": "cpu_domain_serial_bottleneck", "subject": {"node": "cluster1-01"}, "state": 2}]
 
         def judged(self) -> dict[str, dict[str, int]]:
-            return {"cpu_domain_serial_bottleneck": {"offline/sysstat-M": 2}}
+            return {"cpu_domain_serial_bottleneck": {"cluster1/cluster1-01": 2}}
 
     monkeypatch.setattr(diagnoses, "Engine", FakeEngine)
     out, _ = analyze_json(capsys, str(DATA / "sysstat-M.txt"), "--interval", "1")

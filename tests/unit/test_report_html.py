@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from conftest import pinned_copy
+from sanlens.analyze.evidence_format import RUNBOOK_BASE_URL
 from sanlens.cli import main
 
 DATA = Path(__file__).parents[1] / "data" / "ontap"
@@ -45,8 +46,11 @@ def test_html_is_self_contained(tmp_path: Path) -> None:
     p = _Refs()
     p.feed(text)
     assert "script" not in p.tags and "link" not in p.tags and "iframe" not in p.tags
-    assert p.refs and all(r.startswith("#") for r in p.refs)  # links within the page only: no src=, no URL
-    assert not re.search(r"https?://", text.replace('xmlns="http://www.w3.org/2000/svg"', ""))
+    # links within the page, and the runbooks' pages: nothing is fetched (no src=, no stylesheet)
+    assert p.refs and all(r.startswith(("#", RUNBOOK_BASE_URL + "/")) for r in p.refs)
+    assert any(r.startswith(RUNBOOK_BASE_URL) for r in p.refs)
+    rest = text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert not re.search(r"https?://", re.sub(r'href="https?://[^"]*"', "", rest))
     assert "url(" not in text and "@import" not in text
     assert text.count("<svg") >= 3 and "<style>" in text
 
@@ -58,7 +62,7 @@ def test_html_lists_inputs_charts_and_bands(tmp_path: Path) -> None:
     chart = text.split("domain_busy[kahuna]", 1)[1].split("</svg>", 1)[0]
     assert "<title>critical</title>" in chart and "<title>warning</title>" in chart
     assert "<polyline" in chart
-    assert "Diagnoses" in text
+    assert "Findings:" in text and "incident(s)" in text
 
 
 def test_html_escapes_names(tmp_path: Path) -> None:

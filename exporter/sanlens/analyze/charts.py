@@ -4,12 +4,17 @@ No script and no external asset: each chart is a few hundred bytes of SVG per
 line. Values arrive in the series' own unit (seconds, bytes/s, percent ...) and
 are drawn in the unit people read (ms, MB/s, %). A chart may carry a
 warning/critical band (a diagnosis threshold) and a reference line (Q_eff).
+
+A chart whose lines differ by orders of magnitude (a host's 150 ms against its LUN's 0.5 ms)
+is drawn on a logarithmic axis (``log=True``), ticked at powers of ten and labelled so:
+on a linear axis the smaller line would lie flat on zero.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import html
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,14 +69,27 @@ class Line:
     points: Sequence[tuple[float, float]]  # (epoch seconds, value in the chart's unit)
 
 
+def _log_floor(values: Sequence[float], marks: Sequence[float]) -> float:
+    """The bottom of a log axis: a power of ten below the smallest positive value, with room under
+    it (a value within 5x of the floor gets one more decade, so it is not drawn on the axis)."""
+    positive = [v for v in (*values, *marks) if v > 0 and math.isfinite(v)]
+    lo = min(positive) if positive else 1.0
+    floor = 10.0 ** math.floor(math.log10(lo))
+    return floor / 10.0 if lo < 5.0 * floor else floor
+
+
 def svg_chart(
     lines: Sequence[Line],
     unit: str,
     band: tuple[float, float] | None = None,
     reference: tuple[str, float] | None = None,
     width: int = 420,
+    log: bool = False,
 ) -> str:
-    """A line chart; ``band`` (warning, critical) and ``reference`` are in ``unit`` too."""
+    """A line chart; ``band`` (warning, critical) and ``reference`` are in ``unit`` too.
+
+    ``log``: a logarithmic value axis, ticked at powers of ten (zero and negative values sit on
+    its floor)."""
     factor, label = human(unit)
     w, h, left, bottom, top = width, 160, 52, 30, 8
     pw, ph = w - left - 8, h - bottom - top
@@ -79,19 +97,30 @@ def svg_chart(
     if not pts:
         return f'<svg width="{w}" height="{h}" role="img"><text x="{left}" y="{h / 2}">no data</text></svg>'
     xs = [p[0] for p in pts]
-    ys = [p[1] * factor for p in pts]
+    ys = [p[1] * factor for p in pts if math.isfinite(p[1])] or [0.0]
     x0, x1 = min(xs), max(xs)
-    hi_marks = [max(ys), 1e-12]
+    hi_marks = [max(ys)]
     if band:
         hi_marks.append(band[1] * factor * 1.1)
     if reference:
         hi_marks.append(reference[1] * factor * 1.05)
     y_hi, y_lo = max(hi_marks), min(0.0, min(ys))
+    if y_hi <= y_lo:  # an idle series: a 0 .. 1 axis, not one of 1e-12
+        y_hi = y_lo + 1.0
+    ticks = [y_lo, (y_lo + y_hi) / 2, y_hi]
+    if log:
+        marks = [band[0] * factor] if band else []
+        y_lo = _log_floor(ys, marks)
+        y_hi = 10.0 ** math.ceil(math.log10(max(y_hi, y_lo * 10)))
+        ticks = [10.0**k for k in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1)]
 
     def sx(x: float) -> float:
         return left + (x - x0) / (x1 - x0) * pw if x1 > x0 else left + pw / 2
 
     def sy(y: float) -> float:
+        if log:
+            f = (math.log10(max(y, y_lo)) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo))
+            return top + ph - min(f, 1.0) * ph
         return top + ph - (y - y_lo) / (y_hi - y_lo) * ph
 
     parts = [f'<svg class="chart-svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img">']
@@ -107,8 +136,12 @@ def svg_chart(
         )
     parts.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#99a"/>')
     parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#99a"/>')
-    for y in (y_lo, (y_lo + y_hi) / 2, y_hi):
+    for y in ticks:
         parts.append(f'<text x="{left - 4}" y="{sy(y) + 3:.1f}" text-anchor="end">{_e(fmt(y))}</text>')
+        if log:
+            parts.append(
+                f'<line x1="{left}" y1="{sy(y):.1f}" x2="{left + pw}" y2="{sy(y):.1f}" stroke="#e3e6ee"/>'
+            )
     if x1 > x0 and x0 > 1e8:  # real epoch times
         parts.append(f'<text x="{left}" y="{h - 16}">{_e(utc_text(x0))}</text>')
         parts.append(f'<text x="{left + pw}" y="{h - 16}" text-anchor="end">{_e(utc_text(x1))} UTC</text>')
@@ -123,18 +156,21 @@ def svg_chart(
     legend_x = left
     for n, ln in enumerate(lines):
         color = COLORS[n % len(COLORS)]
-        if len(ln.points) == 1:
-            x, y = ln.points[0]
+        dash = ' stroke-dasharray="5 2"' if ln.label.startswith("LUN") else ""
+        shown = [(x, y) for x, y in ln.points if math.isfinite(y)]
+        if len(shown) == 1:
+            x, y = shown[0]
             parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y * factor):.1f}" r="3" fill="{color}"/>')
-        elif ln.points:
-            path = " ".join(f"{sx(x):.1f},{sy(y * factor):.1f}" for x, y in ln.points)
-            parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"/>')
+        elif shown:
+            path = " ".join(f"{sx(x):.1f},{sy(y * factor):.1f}" for x, y in shown)
+            parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"{dash}/>')
         if len(lines) > 1 or ln.label:
             parts.append(
                 f'<text x="{legend_x}" y="{h - 3}" fill="{color}" style="fill:{color}">{_e(ln.label)}</text>'
             )
             legend_x += 7 * len(ln.label) + 14
-    parts.append(f'<text x="{left + pw}" y="{top + 8}" text-anchor="end">{_e(label)}</text>')
+    axis = f"{label}, log scale" if log else label
+    parts.append(f'<text x="{left + pw}" y="{top + 8}" text-anchor="end">{_e(axis)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -158,7 +194,9 @@ def svg_stacked(
     pw, ph = w - left - 8, h - bottom - top
     if not bars:
         return f'<svg width="{w}" height="{h}" role="img"><text x="{left}" y="{h / 2}">no data</text></svg>'
-    y_hi = max([sum(max(v, 0.0) for v in vals) * factor for _t, vals in bars] + [1e-12])
+    y_hi = max(sum(max(v, 0.0) for v in vals) * factor for _t, vals in bars)
+    if y_hi <= 0:  # nothing to stack: a 0 .. 1 axis
+        y_hi = 1.0
     slot = pw / len(bars)
     bar_w = max(slot * 0.8, 1.0)
 

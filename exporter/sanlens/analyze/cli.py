@@ -14,22 +14,33 @@ input's ``error:`` (exit 2) while the others are still reported.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from sanlens.analyze import diagnoses, linux_inputs, ontap_inputs, qos_report
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.html import render_html
+from sanlens.analyze.input_checks import RunWarning, config_misses, time_overlap
+from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.offline_join import analysis_cluster
-from sanlens.analyze.perfmon_summary import summarize
+from sanlens.analyze.perfmon_summary import LogSummary, summarize
 from sanlens.analyze.progress import Progress
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.analyze.status import input_status
+from sanlens.analyze.time_zones import (
+    linux_zoned,
+    parse_start,
+    parse_zone,
+    per_input,
+    shift_linux,
+    zone_name,
+)
 from sanlens.errors import SanlensError
 from sanlens.model import ontap_version_option
 
@@ -46,6 +57,9 @@ class InputReader:
 class ReadOptions:
     progress: Progress
     step: float | None = None
+    zone: dt.tzinfo | None = None  # the zone of an input's wall-clock times (--tz / --input-tz)
+    interval: float | None = None  # --interval
+    start: float | None = None  # --input-start: the first sample of a capture that prints no date
 
 
 READERS: list[InputReader] = []
@@ -246,6 +260,8 @@ def _status_text(st: dict[str, Any], out: TextIO) -> None:
         out.write(f"  not evaluated: {did}: {why}\n")
     for w in st.get("skipped") or []:
         out.write(f"  skipped: {w}\n")
+    for w in st.get("warnings") or []:
+        out.write(f"  warning: {w}\n")
     if st.get("note"):
         out.write(f"  note: {st['note']}\n")
 
@@ -290,7 +306,71 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="shortest interval the diagnoses judge PerfMon data over (default: one row, or what keeps "
         "a log within 2048 intervals)",
     )
+    p.add_argument(
+        "--tz",
+        default=None,
+        metavar="ZONE",
+        help="time zone of inputs that print local time without a zone (ONTAP CLI text, Linux iostat/sar): "
+        "an IANA name such as America/Los_Angeles, UTC, or an offset such as --tz=-08:00 (default UTC); "
+        "PerfMon logs carry their own",
+    )
+    p.add_argument(
+        "--input-tz",
+        action="append",
+        default=None,
+        metavar="FILE=ZONE",
+        help="time zone of one input, as --tz (repeatable; wins over --tz)",
+    )
+    p.add_argument(
+        "--input-start",
+        action="append",
+        default=None,
+        metavar="FILE=TIME",
+        help="time of the first sample of a capture that prints no date (sysstat -M), e.g. "
+        "sysstat.txt=2025-03-02T10:00:01, in its zone unless the time gives an offset (repeatable)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bars on stderr")
+
+
+def _per_input_time(args: argparse.Namespace) -> dict[str, tuple[dt.tzinfo | None, float | None, bool]]:
+    """Each input's (zone, first sample time, whether the zone was given for it alone) from the options."""
+    default = parse_zone(args.tz) if args.tz else None
+    zones = {path: parse_zone(z) for path, z in per_input(args.input_tz, "--input-tz").items()}
+    starts = per_input(args.input_start, "--input-start")
+    for path in [*zones, *starts]:
+        if path not in args.files:
+            raise SanlensError(f"{path}: named by --input-tz or --input-start but not among the inputs")
+    out: dict[str, tuple[dt.tzinfo | None, float | None, bool]] = {}
+    for name in args.files:
+        zone = zones.get(name, default)
+        start = parse_start(starts[name], zone) if name in starts else None
+        out[name] = (zone, start, name in zones)
+    return out
+
+
+def _place_host_input(
+    result: Analysis, zone: dt.tzinfo | None, start: float | None, explicit: bool, zoned: bool = False
+) -> list[str]:
+    """A host input's times in the zone given (Linux text is moved; a PerfMon log keeps its own),
+    and what of --input-tz / --input-start did not apply to it."""
+    d = result.detail
+    out: list[str] = []
+    path = str(result.input.get("path"))
+    if isinstance(d, LinuxInput) and zone is not None and zoned:
+        if explicit:
+            out.append(
+                f"{path}: its times carry their own offset (S_TIME_FORMAT=ISO): --input-tz is not applied"
+            )
+    elif isinstance(d, LinuxInput) and zone is not None:
+        if shift_linux(d, zone):
+            result.input["zone"] = zone_name(zone)
+        elif explicit:
+            out.append(f"{path}: prints no times (iostat without -t): --input-tz does not apply")
+    elif zone is not None and explicit and isinstance(d, LogSummary):
+        out.append(f"{path}: carries its own time zone (the log's header): --input-tz is not applied")
+    if start is not None and getattr(d, "kind", None) != "ontap-sysstat":
+        out.append(f"{path}: --input-start applies only to sysstat -M captures that print no date")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -309,23 +389,36 @@ def run(args: argparse.Namespace) -> int:
         except SanlensError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+    try:
+        per_file = _per_input_time(args)
+    except SanlensError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     global DEBUG
     DEBUG = bool(getattr(args, "debug", False))
     progress = Progress(args.quiet)
-    opts = ReadOptions(progress, args.step)
+    opts = ReadOptions(progress, args.step, interval=args.interval)
     results: list[Analysis] = []
+    checks: list[RunWarning] = []  # warnings that also go into their inputs' status
     failures = 0
     try:
         for name in args.files:
             try:
-                results.append(analyze_file(Path(name), opts))
+                zone, start, explicit = per_file.get(name, (None, None, False))
+                source = InputSource.open(name)
+                result = analyze_file(source, replace(opts, zone=zone, start=start))
+                notes = _place_host_input(result, zone, start, explicit, linux_zoned(source.head))
+                notes += getattr(result.detail, "time_notes", [])
+                checks += [RunWarning(n, [result]) for n in notes]
+                results.append(result)
             except SanlensError as e:
                 failures += 1
                 results.append(failed(name, str(e)))
                 print(f"error: {e}", file=sys.stderr)
         try:
             version = ontap_version_option(args.ontap_version) if args.ontap_version else None
-            cluster = analysis_cluster(config, args.cluster)
+            named = {c for r in results for c in getattr(r.detail, "clusters", ())}
+            cluster = analysis_cluster(config, args.cluster, named)
             with progress.diagnosing(diagnoses.expected_updates(results)) as tick:
                 findings = diagnoses.finish(results, args.interval, cluster, version, config, tick)
         except SanlensError as e:
@@ -349,6 +442,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {w}" if w.startswith(path + ":") else f"warning: {path}: {w}", file=sys.stderr)
     for w in findings.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    for check in (*checks, *time_overlap(results), *config_misses(config, results)):
+        print(f"warning: {check.text}", file=sys.stderr)
+        for r in check.inputs:
+            r.input["status"].setdefault("warnings", []).append(check.text)
     doc: Any = None
     if args.format == "json":
         doc, non_finite = finite_json(report_json(results, findings))

@@ -20,7 +20,10 @@ import numpy as np
 
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.episodes import Recorder
+from sanlens.analyze.evidence_format import label, parse_time, rows, span_text, subject_text
+from sanlens.analyze.evidence_format import value as evidence_value
 from sanlens.analyze.host_intervals import DiskColumn
+from sanlens.analyze.incidents import Group, incidents
 from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.offline_join import host_mapper
 from sanlens.analyze.ontap_inputs import OntapInput
@@ -209,32 +212,61 @@ def expected_updates(results: list[Analysis]) -> int:
     return n
 
 
-def _who(d: dict[str, Any]) -> str:
-    subj = d.get("subject") or {}
-    return "/".join(str(v) for v in subj.values() if v) if isinstance(subj, dict) else str(subj)
+MAX_TEXT_SUBJECTS = 20  # subjects listed per diagnosis of an incident in text; JSON has them all
 
 
 def render_findings_text(f: Findings, out: Any) -> None:
+    """The findings grouped by incident (cause, then the symptoms it explains), evidence in human units."""
     if not f.diagnoses and not f.evaluated_any:
         out.write("Diagnoses: nothing could be evaluated (see each input's status above).\n\n")
         return
-    out.write(f"Diagnoses ({len(f.diagnoses)}):\n")
+    incs = incidents(f.diagnoses)
+    drives = {(h, d): tuple(dr) for h, d, dr, _field in f.host_points if dr}
+    out.write(f"Diagnoses: {len(incs)} incident(s), {len(f.diagnoses)} finding(s)\n")
     if not f.diagnoses:
         out.write("  none fired on the subjects that could be judged.\n")
-    for d in f.diagnoses:
-        out.write(
-            f"  [{d.get('severity', d.get('state'))}] {d.get('id')}  {_who(d)}  score {d.get('score')}\n"
-        )
-        out.write(f"      from {d.get('since') or '-'} to {d.get('until') or '-'}")
-        out.write(" (still active at the end)\n" if d.get("active_at_end") else "\n")
-        ev = d.get("evidence") or {}
-        if ev:
-            out.write(
-                "      evidence: "
-                + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in ev.items())
-                + "\n"
-            )
-        out.write(waterfall_text(d.get("waterfall")))
-        if d.get("recommendation"):
-            out.write(f"      fix: {d['recommendation']}\n")
+    for k, inc in enumerate(incs, 1):
+        lead = inc.lead
+        out.write(f"\n  {k}. [{inc.severity}] {lead.title}  ({lead.id})\n")
+        for g in inc.groups:
+            _group_text(g, out, g is lead, drives)
     out.write("\n")
+
+
+def _subject(d: dict[str, Any], drives: dict[tuple[str, str], tuple[str, ...]]) -> str:
+    subj = d.get("subject") or {}
+    if not isinstance(subj, dict):
+        return str(subj)
+    return subject_text(subj, drives.get((subj.get("host", ""), subj.get("disk", "")), ()))
+
+
+def _group_text(g: Group, out: Any, lead: bool, drives: dict[tuple[str, str], tuple[str, ...]]) -> None:
+    d = g.worst
+    n = len(g.findings)
+    indent = "      " if lead else "        "
+    if not lead:
+        out.write(f"     symptom: [{g.severity}] {g.title}  ({g.id})\n")
+    else:
+        out.write(f"     {g.role}: [{g.severity}]{f' on {n} subjects' if n > 1 else ''}\n")
+    span = span_text(parse_time(d.get("since")), parse_time(d.get("until")))
+    still = " (still active at the end)" if d.get("active_at_end") else ""
+    out.write(f"{indent}{'worst: ' if n > 1 else ''}{_subject(d, drives)}  {span}{still}\n")
+    table = rows(g.id, d.get("evidence") or {})
+    if table:
+        width = max(len(r.label) for r in table)
+        for r in table:
+            out.write(f"{indent}  {r.label:<{width}}  {r.value}\n")
+    if lead:
+        out.write(waterfall_text(d.get("waterfall")))
+    if d.get("recommendation"):
+        out.write(f"{indent}fix: {d['recommendation']}\n")
+    if n > 1:
+        keys = g.key_evidence()
+        for other in g.findings[1:MAX_TEXT_SUBJECTS]:
+            ev = other.get("evidence") or {}
+            vals = ", ".join(
+                f"{label(key)} {evidence_value(g.id, key, ev.get(key))}" for key in keys if key in ev
+            )
+            out.write(f"{indent}also: [{other.get('severity')}] {_subject(other, drives)}  {vals}\n")
+        if n > MAX_TEXT_SUBJECTS:
+            out.write(f"{indent}... and {n - MAX_TEXT_SUBJECTS} more (see --format json)\n")

@@ -6,6 +6,11 @@ every update the recorder folds the engine's current findings into one record pe
 (diagnosis, subject) - first ``since``, last time seen active, worst severity with
 its evidence - and notes every subject each diagnosis judged (ok ones included), so
 the report can tell "judged, healthy" from "could not be judged".
+
+A finding ends, in the report, at the last interval its condition held: the last
+time its subject was judged at the finding's level or above. The engine keeps a
+finding up for its exit window after that (hysteresis, so a flapping signal is one
+finding, not many); that window decides *that* it ended, not *when*.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import IDS
+from sanlens.diagnose.track import Track
 from sanlens.model import iso_utc
 
 
@@ -22,7 +28,7 @@ from sanlens.model import iso_utc
 class Episode:
     finding: dict[str, Any]  # the engine's finding at its worst
     since: str | None
-    until: float
+    until: float  # the last interval its condition held (judged at its level or above)
     active_at_end: bool = False
 
 
@@ -37,17 +43,20 @@ class Recorder:
         judged = engine.judged()
         for did, subjects in self.judged.items():
             subjects.update(judged.get(did, ()))
+        tracks = _tracks(engine)
         for f in engine.findings():
             key = (str(f["id"]), _subject_key(f))
+            held = _held(tracks.get(key), int(f.get("state", 0)), now)
             ep = self.episodes.get(key)
             if ep is None:
-                self.episodes[key] = Episode(f, f.get("since"), now)
+                self.episodes[key] = Episode(f, f.get("since"), now if held is None else held)
                 continue
             if int(f.get("state", 0)) > int(ep.finding.get("state", 0)) or (
                 f.get("state") == ep.finding.get("state") and f.get("score", 0) > ep.finding.get("score", 0)
             ):
                 ep.finding = f
-            ep.until = max(ep.until, now)
+            if held is not None:
+                ep.until = max(ep.until, held)
             if ep.since is None:
                 ep.since = f.get("since")
 
@@ -70,3 +79,20 @@ class Recorder:
 def _subject_key(f: dict[str, Any]) -> str:
     subj = f.get("subject") or {}
     return "/".join(f"{k}={v}" for k, v in sorted(subj.items())) if isinstance(subj, dict) else str(subj)
+
+
+def _tracks(engine: Engine) -> dict[tuple[str, str], Track]:
+    """The state machines of the engine's findings (its active tracks), keyed as findings are here;
+    none from an engine that keeps no tracks (its findings then hold while they are reported)."""
+    tracks = getattr(engine, "active_tracks", None)  # a test's stand-in engine may keep none
+    active: tuple[Track, ...] = tracks() if callable(tracks) else ()
+    return {(t.id, _subject_key({"subject": {k: v for k, v in t.labels.items() if v}})): t for t in active}
+
+
+def _held(track: Track | None, state: int, now: float) -> float | None:
+    """When a finding's condition last held, as of ``now``: the time its subject was last judged at the
+    finding's level or above (its ``state``); None while the engine holds it up on its exit window only.
+    Without its track (not expected) the finding counts as holding ``now``."""
+    if track is None:
+        return now
+    return min(now, track.last_seen) if track.level >= state else None

@@ -1,35 +1,61 @@
 """`sanlens analyze --format html`: one self-contained, printable file.
 
 Inline CSS and inline SVG only: no script, no external stylesheet, font or image,
-so the report opens offline and can be mailed as is. Order is what a reader needs:
-what is wrong (each finding with its evidence, time range, fix and charts), what
-could not be judged and why (every input's status), then the host disks (latency
-with the mapped LUN's latency on the same chart, idle, queue against Q_eff, IOPS)
-and the ONTAP series, grouped by host, node and object in a contents list.
+so the report opens offline and can be mailed as is (its only outside links are the
+runbooks'). The title names the hosts, the ONTAP side and the time range. Order is what a
+reader needs: what is wrong, grouped by incident as ``serve`` groups it (the cause first
+with its evidence, time range, fix and the charts of its worst few subjects, then the
+symptoms it explains, each as a table of subjects), what could not be judged and why
+(every input's status), then the host disks (a table of all; charts of those not charted
+with a finding: latency with the mapped LUN's on a log scale, idle, queue against Q_eff,
+IOPS) and the ONTAP series, grouped by host, node and object in a contents list.
 """
 
 from __future__ import annotations
 
 import html
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from sanlens import __version__
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.charts import Line, fmt, fmt_unit, svg_chart, utc_text
 from sanlens.analyze.diagnoses import Findings
+from sanlens.analyze.evidence_format import (
+    TIMES,
+    Zone,
+    common_zone,
+    disk_name,
+    natural_key,
+    parse_time,
+    rows,
+    runbook_url,
+    span_text,
+    subject_text,
+)
+from sanlens.analyze.evidence_format import value as evidence_value
 from sanlens.analyze.host_intervals import DiskColumn
+from sanlens.analyze.incidents import Group, Incident, incidents
 from sanlens.analyze.ontap_series import SeriesStats
+from sanlens.analyze.perfmon_summary import LogSummary
 from sanlens.analyze.qos_report import TITLE as QOS_TITLE
 from sanlens.analyze.qos_report import html_section as qos_section
+from sanlens.analyze.series_units import series_unit
+from sanlens.analyze.time_zones import parse_zone
 from sanlens.analyze.waterfall_report import html_block as waterfall_html
 from sanlens.diagnose.base import SERIAL_DOMAINS
 from sanlens.diagnose.registry import REGISTRY
+from sanlens.errors import SanlensError
 from sanlens.hosts.mapping import DiskMapping
+from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError
 
 MAX_CHARTS = 60  # ONTAP charts: findings' subjects first, then banded series; all are in the table
 MAX_DISKS = 128  # host disks charted (4 charts each); all are in the table
+MAX_SUBJECT_CHARTS = 3  # subjects of one incident charted (its worst); all are in its table
+MAX_SUBJECT_ROWS = 200  # subjects listed per diagnosis of an incident; JSON has them all
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;color:#1d2330;background:#fff}
@@ -37,13 +63,18 @@ h1{font-size:1.5em;margin:0 0 .2em}h2{font-size:1.2em;margin-top:2em;border-bott
 h3{font-size:1.05em;margin:1.2em 0 .3em}
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .6em;border-bottom:1px solid #eef;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.muted{color:#667}
+.incident{border-left:5px solid #888;padding:.3em .9em .6em;margin:1em 0;background:#fbfbfd}
+.incident>h3{margin-top:.3em}.role{font-size:.8em;text-transform:uppercase;letter-spacing:.05em;color:#556;font-weight:600}
 .diag{border-left:4px solid #888;padding:.4em .8em;margin:.8em 0;background:#f7f8fb;break-inside:avoid}
-.sev-critical{border-color:#c62828}.sev-warning{border-color:#ef8f00}.sev-ok{border-color:#2e7d32}
+.diag.symptom{margin-left:1.5em;background:#fff}
+table.ev th{font-weight:500;white-space:nowrap}table.ev td.help{color:#667;font-size:.9em}
+table.subjects th{font-size:.9em}
+.sev-critical{border-color:#c62828}.badge{font-weight:600}.badge.sev-critical{color:#c62828}.badge.sev-warning{color:#b35c00}.sev-warning{border-color:#ef8f00}.sev-ok{border-color:#2e7d32}
 .banner{padding:.6em .9em;margin:1em 0;background:#fff4e5;border-left:4px solid #ef8f00}
 .banner.ok{background:#edf7ee;border-color:#2e7d32}.banner.bad{background:#fdecea;border-color:#c62828}
 .st-error{color:#c62828;font-weight:600}.st-nothing{color:#b35c00;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:1em}.chart{width:420px;break-inside:avoid}
-.chart h4{font-size:.85em;margin:.2em 0;word-break:break-all;font-weight:600}
+.chart h4{font-size:.85em;margin:.2em 0;word-break:break-all;font-weight:600}.chart .muted{font-size:.8em}
 nav ul{margin:.2em 0;padding-left:1.2em}nav li{margin:.1em 0}
 svg text{font-size:10px;fill:#556}
 @media print{body{margin:0;font-size:11px}nav{break-after:page}.charts{display:block}
@@ -148,15 +179,19 @@ def disk_charts(f: Findings, key: HostDisk, fields: dict[str, list[tuple[float, 
     m = f.mappings.get(key)
     data_class = m.data_class if m else "data"
     charts = []
+    lun = _lun_lines(f, m)
     lat = [
         Line(n, fields[k])
         for k, n in (("read_latency_s", "read"), ("write_latency_s", "write"))
         if k in fields
     ]
-    lun = _lun_lines(f, m)
     if lat or lun:
-        title = "latency" + (f" vs LUN {m.lun}" if lun and m else "")
-        charts.append(_chart(title, svg_chart(lat + lun, "seconds", _latency_band(data_class))))
+        # host and LUN latency differ by orders of magnitude exactly when the finding matters:
+        # a log axis (labelled so on the chart) keeps the LUN's dashed line off the floor
+        title = f"latency vs LUN {m.lun}" if lun and m else "latency"
+        band = _latency_band(data_class)
+        note = "<div class=muted>host (solid) and LUN (dashed) on one log-scale axis</div>" if lun else ""
+        charts.append(_chart(title, svg_chart(lat + lun, "seconds", band, log=bool(lun)) + note))
     if "idle_ratio" in fields:
         charts.append(_chart("% idle time", svg_chart([Line("", fields["idle_ratio"])], "percent")))
     ref = ("Q_eff", float(m.queue_depth * max(m.paths, 1))) if m else None
@@ -174,28 +209,38 @@ def _chart(title: str, svg: str) -> str:
 
 
 # ------------------------------------------------------------------ findings
-def _evidence(name: str, v: Any) -> str:
-    if not isinstance(v, int | float):
-        return str(v)
-    if name.endswith("_seconds"):
-        return fmt_unit(float(v), "seconds")
-    if name.endswith("_ratio"):
-        return fmt_unit(float(v), "ratio")
-    if name.endswith("_bytes_per_second"):
-        return fmt_unit(float(v), "bytes_per_second")
-    return fmt(float(v))
+class Page:
+    """What every part of the page reads: the findings, drive letters of the disks, the local zone."""
+
+    def __init__(
+        self, f: Findings, disks: dict[HostDisk, Any], ontap: Sequence[SeriesStats], zone: Zone | None
+    ):
+        self.f, self.disks, self.ontap, self.zone = f, disks, ontap, zone
+        self.drives: dict[HostDisk, tuple[str, ...]] = {}
+        for host, disk, drives, _field in f.host_points:
+            if drives:
+                self.drives[(host, disk)] = tuple(drives)
+        self.charted: dict[HostDisk, str] = {}  # disks charted with a finding -> that incident's anchor
+
+    def subject(self, d: Mapping[str, Any]) -> str:
+        subj = d.get("subject") or {}
+        if not isinstance(subj, dict):
+            return str(subj)
+        return subject_text(subj, self.drives.get((subj.get("host", ""), subj.get("disk", "")), ()))
+
+    def span(self, d: Mapping[str, Any]) -> str:
+        text = span_text(parse_time(d.get("since")), parse_time(d.get("until")), self.zone)
+        return text + (" (still active at the end of the data)" if d.get("active_at_end") else "")
 
 
-def _finding_charts(
-    d: dict[str, Any], f: Findings, disks: dict[HostDisk, Any], ontap: Sequence[SeriesStats]
-) -> list[str]:
+def _finding_charts(d: dict[str, Any], p: Page) -> list[str]:
     subj = d.get("subject") or {}
     host, disk = subj.get("host"), subj.get("disk")
-    if host and disk and (host, disk) in disks:
-        return disk_charts(f, (host, disk), disks[(host, disk)])
+    if host and disk and (host, disk) in p.disks:
+        return disk_charts(p.f, (host, disk), p.disks[(host, disk)])
     node, lun, volume = subj.get("node"), subj.get("lun"), subj.get("volume")
     picked: list[SeriesStats] = []
-    for s in ontap:
+    for s in p.ontap:
         if not band_for(s):
             continue
         if lun:
@@ -209,8 +254,111 @@ def _finding_charts(
     return [_series_chart(s) for s in picked[:4]]
 
 
-def _findings(f: Findings, disks: dict[HostDisk, Any], ontap: Sequence[SeriesStats]) -> list[str]:
-    out = [f'<h2 id="diagnoses">Diagnoses ({len(f.diagnoses)})</h2>']
+def _evidence_table(d: Mapping[str, Any]) -> str:
+    ev = d.get("evidence") or {}
+    if not ev:
+        return ""
+    out = ["<table class=ev>"]
+    for r in rows(str(d.get("id")), ev):
+        out.append(
+            f'<tr><th title="evidence {_e(r.key)}">{_e(r.label)}</th><td class=n>{_e(r.value)}</td>'
+            f"<td class=help>{_e(r.help)}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _runbook(d: Mapping[str, Any]) -> str:
+    rb = d.get("runbook")
+    if not rb:
+        return ""
+    return (
+        f'<p class="muted">Runbook: <a href="{_e(runbook_url(str(rb)))}">{_e(d.get("title") or rb)}</a></p>'
+    )
+
+
+def _subjects_table(g: Group, p: Page) -> str:
+    """Every subject of one diagnosis in an incident, worst first, with its key evidence."""
+    keys = g.key_evidence()
+    shown = g.findings[:MAX_SUBJECT_ROWS]
+    spans = [p.span(d) for d in shown]
+    same = len(set(spans)) == 1  # one time range for all: said once, not per row
+    head = "".join(f"<th>{_e(r.label)}</th>" for r in rows(g.id, dict.fromkeys(keys, 0.0)))
+    when = "" if same else "<th>when</th>"
+    out = [f"<table class=subjects><tr><th>subject</th><th>severity</th>{when}{head}</tr>"]
+    for d, span in zip(shown, spans, strict=True):
+        ev = d.get("evidence") or {}
+        sev = str(d.get("severity") or "ok")
+        cells = "".join(f"<td class=n>{_e(evidence_value(g.id, k, ev.get(k)))}</td>" for k in keys)
+        at = "" if same else f"<td>{_e(span)}</td>"
+        out.append(
+            f"<tr><td>{_e(p.subject(d))}</td><td class='badge sev-{_e(sev)}'>{_e(sev)}</td>{at}{cells}</tr>"
+        )
+    out.append("</table>")
+    if same:
+        out.append(f"<p class=muted>All {len(shown)} subjects: {_e(spans[0])}.</p>")
+    if len(g.findings) > MAX_SUBJECT_ROWS:
+        out.append(
+            f"<p class=muted>{len(g.findings) - MAX_SUBJECT_ROWS} more subject(s) are in --format json.</p>"
+        )
+    return "".join(out)
+
+
+def _group(g: Group, p: Page, lead: bool) -> list[str]:
+    """One diagnosis of an incident: its worst subject in full, every subject in a table."""
+    d = g.worst
+    n = len(g.findings)
+    role = "cause" if g.role == "cause" else "symptom"
+    out = [f'<div class="diag {role} sev-{_e(g.severity)}" data-diagnosis="{_e(g.id)}" data-role="{role}">']
+    many = f" on {n} subjects" if n > 1 else ""
+    title = f"<b>{_e(g.title)}</b>" if not lead else ""
+    out.append(
+        f"<p><span class=role>{'cause' if role == 'cause' else 'symptom'}</span> {title} "
+        f'<span class="badge sev-{_e(g.severity)}">{_e(g.severity)}</span>{_e(many)}</p>'
+    )
+    worst = "Worst: " if n > 1 else ""
+    out.append(f"<p>{_e(worst)}<b>{_e(p.subject(d))}</b> · {_e(p.span(d))}</p>")
+    if d.get("recommendation"):
+        out.append(f"<p><b>What to do:</b> {_e(d['recommendation'])}</p>")
+    out.append(_evidence_table(d))
+    if lead:  # a symptom's waterfall is its cause's, shown above
+        out.append(waterfall_html(d.get("waterfall")))
+    if n > 1:
+        out.append(_subjects_table(g, p))
+    out.append(_runbook(d))
+    out.append("</div>")
+    return out
+
+
+def _incident_charts(inc: Incident, p: Page, anchor: str) -> list[str]:
+    """Charts of the incident's worst few subjects, each subject once (a symptom on a charted disk is not redrawn)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for d in sorted(
+        inc.findings, key=lambda d: (-int(d.get("state") or 0), 0 if d.get("role") != "symptom" else 1)
+    ):
+        name = p.subject(d)
+        if name in seen or len(seen) >= MAX_SUBJECT_CHARTS:
+            continue
+        charts = _finding_charts(d, p)
+        if not charts:
+            continue
+        seen.add(name)
+        subj = d.get("subject") or {}
+        if subj.get("host") and subj.get("disk"):
+            p.charted.setdefault((subj["host"], subj["disk"]), anchor)
+        out.append(f"<h4>{_e(name)}</h4><div class=charts>{''.join(charts)}</div>")
+    subjects = len({p.subject(d) for d in inc.findings})
+    if out and subjects > len(seen):
+        out.append(
+            f"<p class=muted>Charts of the worst {len(seen)} of {subjects} subjects; every subject is in the tables.</p>"
+        )
+    return out
+
+
+def _findings(f: Findings, p: Page, incs: Sequence[Incident]) -> list[str]:
+    n = len(f.diagnoses)
+    out = [f'<h2 id="diagnoses">Findings: {len(incs)} incident(s), {n} finding(s)</h2>']
     if not f.diagnoses:
         if f.evaluated_any:
             out.append(
@@ -220,44 +368,73 @@ def _findings(f: Findings, disks: dict[HostDisk, Any], ontap: Sequence[SeriesSta
             out.append(
                 '<p class="st-nothing">Nothing could be evaluated: no input had the counters any diagnosis needs.</p>'
             )
-    for d in f.diagnoses:
-        sev = str(d.get("severity") or "ok")
-        subj = d.get("subject") or {}
-        who = ", ".join(f"{k}={v}" for k, v in subj.items() if v) if isinstance(subj, dict) else str(subj)
-        out.append(f'<div class="diag sev-{_e(sev)}" data-diagnosis="{_e(d.get("id"))}">')
+    for k, inc in enumerate(incs, 1):
+        anchor = f"incident-{k}"
+        lead = inc.lead
+        subjects = len({p.subject(d) for d in lead.findings})
+        on = f" on {subjects} subjects" if subjects > 1 else f" · {p.subject(lead.worst)}"
         out.append(
-            f"<b>{_e(d.get('title') or d.get('id'))}</b> <code>{_e(d.get('id'))}</code> — {_e(sev)} · {_e(who)}"
+            f'<section class="incident sev-{_e(inc.severity)}" id="{anchor}" data-incident="{_e(inc.key)}">'
         )
-        if d.get("score") is not None:
-            out.append(f" · score {_e(fmt(float(d['score'])))}")
-        until = d.get("until") or "-"
-        still = " (still active at the end of the data)" if d.get("active_at_end") else ""
-        out.append(f"<p>From {_e(d.get('since') or '-')} to {_e(until)}{_e(still)}.</p>")
-        ev = d.get("evidence") or {}
-        if ev:
-            out.append("<table>")
-            for k, v in ev.items():
-                out.append(f"<tr><td>{_e(k)}</td><td class=n>{_e(_evidence(k, v))}</td></tr>")
-            out.append("</table>")
-        out.append(waterfall_html(d.get("waterfall")))
-        if d.get("recommendation"):
-            out.append(f"<p><b>What to do:</b> {_e(d['recommendation'])}</p>")
-        if d.get("runbook"):
-            out.append(f'<p class="muted">runbook: {_e(d["runbook"])}</p>')
-        charts = _finding_charts(d, f, disks, ontap)
-        if charts:
-            out.append("<div class=charts>" + "".join(charts) + "</div>")
-        out.append("</div>")
+        out.append(
+            f"<h3>{k}. {_e(lead.title)} — <span class='badge sev-{_e(inc.severity)}'>{_e(inc.severity)}</span>"
+            f"{_e(on)}</h3>"
+        )
+        if inc.causes and inc.symptoms:
+            names = ", ".join(f"{g.title} ({len(g.findings)})" for g in inc.symptoms)
+            out.append(f"<p class=muted>Explains: {_e(names)}.</p>")
+        elif not inc.causes:
+            out.append("<p class=muted>No cause on its I/O path explains it in these captures.</p>")
+        out += _group(lead, p, lead=True)
+        out += _incident_charts(inc, p, anchor)
+        rest = [g for g in inc.groups if g is not lead]
+        if rest and inc.causes:
+            out.append("<h4>Symptoms this cause explains</h4>")
+        for g in rest:
+            out += _group(g, p, lead=False)
+        out.append("</section>")
     return out
 
 
 # ------------------------------------------------------------------ inputs
-def _inputs(results: Sequence[Analysis]) -> list[str]:
+def perfmon_zone(path: str) -> Zone | None:
+    """A PerfMon log's local time zone, from its header (``(PDH-CSV 4.0) (<zone>)(<bias>)``).
+
+    Read again from the file (one line); None for a stream that cannot be reopened."""
+    try:
+        if not Path(path).is_file():
+            return None
+        with PerfmonLog(path) as log:
+            h = log.header
+    except (OSError, PerfmonParseError):
+        return None
+    return Zone.offset(h.timezone or "local time", -h.bias_minutes)  # UTC = local + bias
+
+
+def zones(results: Sequence[Analysis]) -> dict[int, Zone]:
+    """The local zone of each input that knows one (a PerfMon header, or the zone it was read in), by index."""
+    out: dict[int, Zone] = {}
+    for n, r in enumerate(results):
+        z: Zone | None = None
+        if isinstance(r.detail, LogSummary):
+            z = perfmon_zone(r.detail.path)
+        elif r.input.get("zone"):
+            name = str(r.input["zone"])
+            try:
+                z = Zone(name, parse_zone(name))
+            except SanlensError:
+                z = None
+        if z is not None:
+            out[n] = z
+    return out
+
+
+def _inputs(results: Sequence[Analysis], zone_of: Mapping[int, Zone]) -> list[str]:
     out = [
         '<h2 id="inputs">Inputs and what could be judged</h2>',
-        "<table><tr><th>file</th><th>kind</th><th>samples</th><th>time (UTC)</th><th>status</th><th>details</th></tr>",
+        "<table><tr><th>file</th><th>kind</th><th>samples</th><th>time</th><th>status</th><th>details</th></tr>",
     ]
-    for r in results:
+    for n, r in enumerate(results):
         i = r.input
         st = i.get("status") or {}
         state = st.get("state", "")
@@ -278,7 +455,7 @@ def _inputs(results: Sequence[Analysis]) -> list[str]:
             details.append(f"<div class=muted>skipped: {_e(w)}</div>")
         if st.get("note"):
             details.append(f"<div class=muted>{_e(st['note'])}</div>")
-        span = f"{i.get('start') or '-'} .. {i.get('end') or '-'}"
+        span = span_text(parse_time(i.get("start")), parse_time(i.get("end")), zone_of.get(n))
         out.append(
             f"<tr><td>{_e(i.get('path'))}</td><td>{_e(i.get('kind'))}</td><td class=n>{_e(i.get('samples'))}</td>"
             f"<td>{_e(span)}</td><td class='{cls}'>{_e(state)}</td><td>{''.join(details)}</td></tr>"
@@ -287,12 +464,23 @@ def _inputs(results: Sequence[Analysis]) -> list[str]:
     return out
 
 
-def _banner(results: Sequence[Analysis], f: Findings) -> str:
-    crit = sum(1 for d in f.diagnoses if d.get("state") == 2)
-    warn = sum(1 for d in f.diagnoses if d.get("state") == 1)
+def judged_subjects(f: Findings) -> tuple[int, int]:
+    """Distinct subjects judged by any diagnosis: (all, host disks among them)."""
+    keys: set[str] = set().union(*f.judged.values()) if f.judged else set()
+    return len(keys), sum(1 for k in keys if "/disk " in k)
+
+
+def _banner(results: Sequence[Analysis], f: Findings, incs: Sequence[Incident]) -> str:
+    crit = sum(1 for i in incs if i.state == 2)
+    warn = sum(1 for i in incs if i.state == 1)
     errors = [r for r in results if (r.input.get("status") or {}).get("state") == "error"]
     nothing = [r for r in results if (r.input.get("status") or {}).get("state") == "nothing judged"]
-    judged = sum(len(v) for v in f.judged.values())
+    total, disks = judged_subjects(f)
+    judged = f"{total} subject(s)"
+    if disks and total > disks:
+        judged = f"{total} subjects ({disks} host disk(s), {total - disks} ONTAP object(s))"
+    elif disks:
+        judged = f"{disks} host disk(s)"
     if not f.evaluated_any:
         text, cls = (
             "Nothing could be evaluated: no diagnosis had the counters it needs in these inputs.",
@@ -300,76 +488,175 @@ def _banner(results: Sequence[Analysis], f: Findings) -> str:
         )
     elif f.diagnoses:
         text, cls = (
-            f"{crit} critical and {warn} warning finding(s) over {judged} judged subject(s).",
+            f"{crit} critical and {warn} warning incident(s) ({len(f.diagnoses)} finding(s)) over {judged} judged.",
             "bad" if crit else "",
         )
     else:
-        text, cls = f"No diagnosis fired on the {judged} subject(s) that could be judged.", "ok"
+        text, cls = f"No diagnosis fired on the {judged} that could be judged.", "ok"
     extra = []
     if errors:
         extra.append(f"{len(errors)} input(s) could not be read")
     if nothing:
         extra.append(f"{len(nothing)} input(s) let nothing be judged")
     more = (" " + "; ".join(extra) + " (see Inputs).") if extra else ""
-    return f'<div class="banner {cls}" id="summary">{_e(text)}{_e(more)}</div>'
+    out = f'<div class="banner {cls}" id="summary">{_e(text)}{_e(more)}'
+    if incs:
+        out += "<ol class=top>"
+        for k, inc in enumerate(incs[:5], 1):
+            lead = inc.lead
+            n = len({str(d.get("subject")) for d in lead.findings})
+            also = (
+                f"; explains {sum(len(g.findings) for g in inc.symptoms)} symptom finding(s)"
+                if inc.causes and inc.symptoms
+                else ""
+            )
+            out += (
+                f'<li><a href="#incident-{k}">{_e(lead.title)}</a> — {_e(inc.severity)}, '
+                f"{n} subject(s){_e(also)}</li>"
+            )
+        out += "</ol>"
+    return out + "</div>"
+
+
+# ------------------------------------------------------------------ title
+def _hosts(results: Sequence[Analysis], f: Findings) -> list[str]:
+    seen: dict[str, str] = {}
+    for r in results:
+        for h in r.input.get("hosts") or ([r.input["host"]] if r.input.get("host") else []):
+            seen.setdefault(str(h).upper(), str(h))
+    for h, _d in f.mappings:
+        seen.setdefault(h.upper(), h)
+    return sorted(seen.values(), key=natural_key)
+
+
+def _ontap_names(f: Findings, results: Sequence[Analysis] = ()) -> list[str]:
+    """The clusters the captures name; without one (offline captures), the nodes."""
+    clusters = {str((d.get("subject") or {}).get("cluster") or "") for d in f.diagnoses}
+    clusters |= {m.cluster for m in f.mappings.values() if m.lun}
+    clusters |= {f.cluster}
+    named = sorted(c for c in clusters if c and c != "offline")
+    if named:
+        return [f"cluster {c}" for c in named]
+    nodes = sorted({s.instance for s in f.series if s.object in ("system:node", "sysstat")}, key=natural_key)
+    if nodes:
+        return [f"node {n}" for n in nodes]
+    ontap = f.series or any(str(r.input.get("kind") or "").startswith("ontap") for r in results)
+    return ["ONTAP"] if ontap else []
+
+
+def time_range(results: Sequence[Analysis], f: Findings) -> tuple[float | None, float | None]:
+    ts = [t for r in results for t in (parse_time(r.input.get("start")), parse_time(r.input.get("end"))) if t]
+    for s in f.series:
+        if s.points:
+            ts += [s.points[0][0], s.points[-1][0]]
+    ts += list(f.qos.intervals)  # QoS breakdowns: the time of each interval
+    ts = [t for t in ts if t > 1e8 and math.isfinite(t)]
+    return (min(ts), max(ts)) if ts else (None, None)
+
+
+def title(results: Sequence[Analysis], f: Findings, zone: Zone | None) -> tuple[str, str]:
+    """The page's heading and its time range: ``SQL01 · node sysstat-M`` and ``2025-03-02 10:00:00 - 10:04:00 UTC``."""
+    names = _hosts(results, f) + _ontap_names(f, results)
+    if len(names) > 6:
+        names = [*names[:5], f"{len(names) - 5} more"]
+    start, end = time_range(results, f)
+    return " · ".join(names) or "sanlens analyze", span_text(start, end, zone)
 
 
 # ------------------------------------------------------------------ page
 def render_html(results: Sequence[Analysis], findings: Findings) -> str:
     disks = _host_disks(findings)
-    disk_keys = sorted(disks)
+    disk_keys = sorted(disks, key=lambda k: (natural_key(k[0]), natural_key(k[1])))
     ontap = sorted((s for s in findings.series if s.samples), key=_ontap_order)
     wanted = {id(s) for d in findings.diagnoses for s in ontap if s in _subject_series(d, ontap)}
     charted = [s for s in ontap if id(s) in wanted] + [s for s in ontap if id(s) not in wanted]
     charted = charted[:MAX_CHARTS]
     groups = _ontap_groups(charted)
+    zone_of = zones(results)
+    zone = common_zone(zone_of.values())
+    page = Page(findings, disks, ontap, zone)
+    incs = incidents(findings.diagnoses)
+    heading, span = title(results, findings, zone)
+    body = _findings(findings, page, incs)  # first: it notes which disks its charts show
     out: list[str] = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>sanlens analyze report</title>",
+        f"<title>{_e(heading)}{_e(' · ' + span if span != '-' else '')} · sanlens</title>",
         f"<style>{CSS}</style></head><body>",
-        "<h1>sanlens analyze</h1>",
-        f'<p class="muted">sanlens {_e(__version__)} · generated {_e(utc_text(time.time()))} UTC · '
+        f"<h1>{_e(heading)}</h1>",
+        f'<p class="range"><b>{_e(span if span != "-" else "no time in the inputs")}</b></p>',
+        f'<p class="muted">sanlens {_e(__version__)} analyze · generated {_e(utc_text(time.time()))} UTC · '
         f"{len(results)} input(s)</p>",
-        _banner(results, findings),
-        _contents(disk_keys, groups, findings),
+        _banner(results, findings, incs),
+        _contents(disk_keys, groups, findings, incs, page),
     ]
-    out += _findings(findings, disks, ontap)
-    out += _inputs(results)
+    out += body
+    out += _inputs(results, zone_of)
     out += qos_section(findings.qos)
     if disk_keys:
-        shown = disk_keys[:MAX_DISKS]
-        out.append(f'<h2 id="hosts">Host disks ({len(disk_keys)}, {len(shown)} charted)</h2>')
-        for host in sorted({h for h, _ in shown}):
-            out.append(f'<h3 id="{_id("host", host)}">{_e(host)}</h3>')
-            for h, disk in shown:
-                if h != host:
-                    continue
-                m = findings.mappings.get((h, disk))
-                where = (
-                    f" → LUN {m.cluster}:{m.svm}:{m.lun} ({m.mapping})"
-                    if m and m.lun
-                    else " (not mapped to a LUN)"
-                )
-                q = f" · Q_eff {m.queue_depth} x {m.paths} paths" if m else ""
-                out.append(f'<h4 id="{_id("disk", h, disk)}">disk {_e(disk)}{_e(where)}{_e(q)}</h4>')
-                out.append(
-                    "<div class=charts>"
-                    + "".join(disk_charts(findings, (h, disk), disks[(h, disk)]))
-                    + "</div>"
-                )
+        out += _host_section(disk_keys, disks, page)
     if ontap:
         out.append(
             f'<h2 id="ontap">ONTAP series ({len(ontap)} cooked, {len(charted)} charted; all are in the table)</h2>'
         )
-        for title, anchor, series in groups:
-            out.append(f'<h3 id="{anchor}">{_e(title)}</h3><div class=charts>')
+        for gtitle, anchor, series in groups:
+            out.append(f'<h3 id="{anchor}">{_e(gtitle)}</h3><div class=charts>')
             out += [_series_chart(s) for s in series]
             out.append("</div>")
     out += _table(results)
     out.append("</body></html>\n")
     return "\n".join(out)
+
+
+def _host_section(disk_keys: Sequence[HostDisk], disks: dict[HostDisk, Any], p: Page) -> list[str]:
+    """Every disk in a table (its LUN, Q_eff, worst finding); charts of the disks not charted with a finding."""
+    f = p.f
+    worst: dict[HostDisk, tuple[int, str]] = {}
+    for d in f.diagnoses:
+        subj = d.get("subject") or {}
+        key = (subj.get("host", ""), subj.get("disk", ""))
+        state = int(d.get("state") or 0)
+        if key in disks and state > worst.get(key, (0, ""))[0]:
+            worst[key] = (state, str(d.get("title") or d.get("id")))
+    shown = [k for k in disk_keys if k not in p.charted][:MAX_DISKS]
+    out = [
+        f'<h2 id="hosts">Host disks ({len(disk_keys)}; {len(p.charted)} charted with their findings, '
+        f"{len(shown)} below)</h2>"
+    ]
+    for host in sorted({h for h, _ in disk_keys}, key=natural_key):
+        out.append(f'<h3 id="{_id("host", host)}">{_e(host)}</h3>')
+        out.append(
+            "<table class=subjects><tr><th>disk</th><th>LUN</th><th>Q_eff</th><th>worst finding</th><th>charts</th></tr>"
+        )
+        for h, disk in disk_keys:
+            if h != host:
+                continue
+            m = f.mappings.get((h, disk))
+            lun = f"{m.cluster}:{m.svm}:{m.lun} ({m.mapping})" if m and m.lun else "not mapped to a LUN"
+            q = f"{m.queue_depth} {TIMES} {m.paths} path(s)" if m else "-"
+            state, what = worst.get((h, disk), (0, ""))
+            sev = {2: "critical", 1: "warning"}.get(state, "")
+            anchor = p.charted.get((h, disk))
+            link = (
+                f'<a href="#{anchor}">with its finding</a>'
+                if anchor
+                else (f'<a href="#{_id("disk", h, disk)}">below</a>' if (h, disk) in shown else "-")
+            )
+            out.append(
+                f"<tr><td>{_e(disk_name(disk, p.drives.get((h, disk), ())))}</td><td>{_e(lun)}</td><td>{_e(q)}</td>"
+                f'<td class="badge sev-{sev}">{_e(f"{sev}: {what}" if sev else "none")}</td><td>{link}</td></tr>'
+            )
+        out.append("</table>")
+        for h, disk in shown:
+            if h != host:
+                continue
+            m = f.mappings.get((h, disk))
+            where = f" → LUN {m.svm}:{m.lun}" if m and m.lun else ""
+            name = disk_name(disk, p.drives.get((h, disk), ()))
+            out.append(f'<h4 id="{_id("disk", h, disk)}">{_e(name)}{_e(where)}</h4>')
+            out.append("<div class=charts>" + "".join(disk_charts(f, (h, disk), disks[(h, disk)])) + "</div>")
+    return out
 
 
 def _subject_series(d: dict[str, Any], ontap: Sequence[SeriesStats]) -> list[SeriesStats]:
@@ -398,22 +685,24 @@ def _ontap_groups(series: Sequence[SeriesStats]) -> list[tuple[str, str, list[Se
 
 
 def _contents(
-    disk_keys: Sequence[HostDisk], groups: Sequence[tuple[str, str, list[SeriesStats]]], f: Findings
+    disk_keys: Sequence[HostDisk],
+    groups: Sequence[tuple[str, str, list[SeriesStats]]],
+    f: Findings,
+    incs: Sequence[Incident],
+    p: Page,
 ) -> str:
     out = [
         '<nav id="contents"><b>Contents</b><ul>',
-        f'<li><a href="#diagnoses">Diagnoses ({len(f.diagnoses)})</a></li>',
+        f'<li><a href="#diagnoses">Findings ({len(incs)} incident(s))</a></li>',
     ]
     out.append('<li><a href="#inputs">Inputs and what could be judged</a></li>')
     if f.qos.workloads or f.qos.totals:
         out.append(f'<li><a href="#qos">{_e(QOS_TITLE)}</a></li>')
     if disk_keys:
-        out.append('<li><a href="#hosts">Hosts</a><ul>')
-        for host in sorted({h for h, _ in disk_keys}):
-            links = ", ".join(
-                f'<a href="#{_id("disk", h, d)}">{_e(d)}</a>' for h, d in disk_keys[:MAX_DISKS] if h == host
-            )
-            out.append(f'<li><a href="#{_id("host", host)}">{_e(host)}</a>: disks {links}</li>')
+        out.append('<li><a href="#hosts">Host disks</a><ul>')
+        for host in sorted({h for h, _ in disk_keys}, key=natural_key):
+            n = sum(1 for h, _d in disk_keys if h == host)
+            out.append(f'<li><a href="#{_id("host", host)}">{_e(host)}</a>: {n} disk(s)</li>')
         out.append("</ul></li>")
     if groups:
         out.append('<li><a href="#ontap">ONTAP</a><ul>')
@@ -424,15 +713,16 @@ def _contents(
 
 
 def _table(results: Sequence[Analysis]) -> list[str]:
-    rows = [(r.input.get("path"), sj) for r in results for sj in r.series]
-    if not rows:
+    series_rows = [(r.input.get("path"), sj) for r in results for sj in r.series]
+    if not series_rows:
         return []
     out = [
-        f'<h2 id="series">All series ({len(rows)})</h2>',
+        f'<h2 id="series">All series ({len(series_rows)})</h2>',
         "<table><tr><th>series</th><th>file</th><th>samples</th><th>min</th><th>mean</th><th>p95</th><th>p99</th><th>max</th></tr>",
     ]
-    for path, sj in rows:
-        unit = sj.get("unit", "")
+    for path, sj in series_rows:
+        unit = series_unit(sj)
+        unit = "" if unit == "count" else unit  # a queue length is a plain number
         cells = [_e(fmt_unit(sj.get(k), unit)) for k in ("min", "mean", "p95", "p99", "max")]
         out.append(
             f"<tr><td>{_e(sj.get('path'))}</td><td class=muted>{_e(path)}</td><td class=n>{_e(sj.get('samples'))}</td>"

@@ -17,12 +17,15 @@ from sanlens.hosts.mapping import DiskMapping, resolve
 from sanlens.join.directory import LunDirectory
 
 
-def analysis_cluster(config: Config | None, requested: str | None) -> str:
-    """The cluster name ONTAP captures are analysed as: the option, else the config's only cluster."""
+def analysis_cluster(config: Config | None, requested: str | None, named: set[str] | None = None) -> str:
+    """The cluster name ONTAP captures are analysed as: the option, else the config's only cluster,
+    else the one cluster the captures name themselves (a prompt line), else ``offline``."""
     if requested:
         return requested
     if config is not None and len(config.ontap) == 1:
         return config.ontap[0].name
+    if named and len(named) == 1:
+        return next(iter(named))
     return "offline"
 
 

@@ -21,6 +21,7 @@ temporary file), so the second sees what the first saw or the change is reported
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -30,23 +31,26 @@ from typing import Any, BinaryIO
 
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.source import InputSource, as_source
+from sanlens.analyze.time_zones import localize, zone_name
 from sanlens.model import iso_utc
 from sanlens.ontap.cli_capture import text_head
 from sanlens.ontap.cooking import CaptureError, CounterSpec, Sample
 from sanlens.ontap.counter_json import iter_json_samples, parse_schema_doc
 from sanlens.ontap.qos_latency_text import iter_qos_latency_samples
 from sanlens.ontap.statistics_text import iter_statistics_samples as iter_statistics
-from sanlens.ontap.sysstat_text import iter_sysstat_samples
+from sanlens.ontap.sysstat_text import SysstatFacts, iter_sysstat_samples
 
-Reader = Callable[[Path, BinaryIO, list[str] | None], Iterator[Sample]]
+Reader = Callable[[Path, BinaryIO, list[str] | None, SysstatFacts | None], Iterator[Sample]]
 
 
 READERS_BY_KIND: dict[str, Reader] = {
-    "ontap-statistics": lambda p, f, notes: iter_statistics(p, notes, f),
-    "ontap-sysstat": lambda p, f, notes: iter_sysstat_samples(p, None, notes, f),
-    "ontap-counter-rows": lambda p, f, notes: iter_json_samples(p, f),
-    "ontap-qos-latency": lambda p, f, notes: iter_qos_latency_samples(p, notes, f),
+    "ontap-statistics": lambda p, f, notes, _facts: iter_statistics(p, notes, f),
+    "ontap-sysstat": lambda p, f, notes, facts: iter_sysstat_samples(p, None, notes, f, facts),
+    "ontap-counter-rows": lambda p, f, notes, _facts: iter_json_samples(p, f),
+    "ontap-qos-latency": lambda p, f, notes, _facts: iter_qos_latency_samples(p, notes, f),
 }
+# CLI text: the cluster's wall clock, read as UTC until a zone (--tz) says otherwise
+LOCAL_TIME_KINDS = frozenset({"ontap-statistics", "ontap-qos-latency", "ontap-sysstat"})
 
 
 # ------------------------------------------------------------------ detection
@@ -92,6 +96,12 @@ class OntapInput:
     notes: list[str] = field(default_factory=list)  # what the reader skipped, FILE:LINE: why
     source: InputSource | None = None  # open until the run ends: the second pass reads it again
     failure: str | None = None  # why the second pass could not read it again (the input's error)
+    zone: dt.tzinfo | None = None  # the zone of its wall-clock times (--tz / --input-tz)
+    interval: float | None = None  # --interval: seconds between samples when the capture does not say
+    given_start: float | None = None  # --input-start: its first sample's time, for a capture with no date
+    placed: tuple[float, float] | None = None  # (first sample, step) of samples the capture does not date
+    facts: SysstatFacts | None = None  # what a sysstat capture says around its rows
+    time_notes: list[str] = field(default_factory=list)  # how its samples were placed in time: warnings
 
     def input_json(self) -> dict[str, Any]:
         return {
@@ -104,16 +114,44 @@ class OntapInput:
             "counters": None,
             "start": iso_utc(self.start, milliseconds=True),
             "end": iso_utc(self.end, milliseconds=True),
+            **({"zone": zone_name(self.zone)} if self.zone and self.zoned_by_option else {}),
         }
 
     def iter_samples(self, notes: list[str] | None = None) -> Iterator[Sample]:
         """The capture's samples, from the start: each call reads the source again from byte 0."""
         source = self.source if self.source is not None else InputSource.open(self.path)
+        facts = SysstatFacts(fallback_interval=self.interval) if self.kind == "ontap-sysstat" else None
         with source.stream() as f:
-            yield from READERS_BY_KIND[self.kind](self.path, f, notes)
+            for idx, s in enumerate(READERS_BY_KIND[self.kind](self.path, f, notes, facts)):
+                yield self._timed(s, idx, facts)
+        self.facts = facts
         source.check_unchanged()
         if self.source is None:
             source.close()
+
+    def _timed(self, s: Sample, idx: int, facts: SysstatFacts | None) -> Sample:
+        """The sample at its real time: placed when the capture dates none, else moved into its zone."""
+        if self.placed is not None:
+            return Sample(self.placed[0] + idx * self.placed[1], s.rows)
+        if s.timestamp is None or self.zone is None or self.kind not in LOCAL_TIME_KINDS:
+            return s
+        if facts is not None and facts.zoned:
+            return s
+        return Sample(localize(s.timestamp, self.zone), s.rows)
+
+    @property
+    def zoned_by_option(self) -> bool:
+        """Whether --tz / --input-tz moved its times (not a file's mtime, not a date line with an offset)."""
+        if self.zone is None or self.kind not in LOCAL_TIME_KINDS:
+            return False
+        if self.placed is not None:
+            return self.given_start is not None
+        return not (self.facts is not None and self.facts.zoned)
+
+    @property
+    def clusters(self) -> set[str]:
+        """Clusters the capture names (a sysstat prompt line)."""
+        return {self.facts.cluster} if self.facts is not None and self.facts.cluster else set()
 
     def close(self) -> None:
         if self.source is not None:
@@ -128,12 +166,22 @@ class OntapInput:
 _order = 0
 
 
-def scan(path: Path | InputSource, kind: str) -> OntapInput:
+def scan(
+    path: Path | InputSource,
+    kind: str,
+    *,
+    zone: dt.tzinfo | None = None,
+    interval: float | None = None,
+    start: float | None = None,
+) -> OntapInput:
+    """Scan one capture; ``zone``, ``interval`` and ``start`` are --tz, --interval and --input-start."""
     global _order
     _order += 1
     source = as_source(path)
     try:
-        return _scan(OntapInput(source.path, kind, _order, source=source))
+        inp = OntapInput(source.path, kind, _order, source=source, zone=zone, interval=interval)
+        inp.given_start = start
+        return _scan(inp)
     except BaseException:
         if not isinstance(path, InputSource):
             source.close()
@@ -169,7 +217,39 @@ def _scan(inp: OntapInput) -> OntapInput:
                 inp.instances.add((r.table, r.instance))
     if inp.samples == 0:
         raise CaptureError(f"no {kind} samples found", source.path)
+    if inp.facts is not None:
+        _place_sysstat(inp, inp.facts)
     return inp
+
+
+def _place_sysstat(inp: OntapInput, facts: SysstatFacts) -> None:
+    """Time a sysstat capture's samples: --input-start, else its date line, else the file's mtime (said loudly)."""
+    step = facts.interval or inp.interval
+    if step is None:
+        inp.time_notes.append(
+            f"{inp.path}: no sysstat command line gives the interval: samples placed 60 s apart; "
+            "pass --interval SECONDS"
+        )
+    if inp.given_start is not None:
+        inp.placed = (inp.given_start, step or 60.0)
+    elif facts.dated:
+        if inp.zone is None and not facts.zoned:
+            inp.time_notes.append(
+                f"{inp.path}: dated by its date line {facts.date_line}, which names no zone: read as UTC; "
+                f"give its zone with --tz ZONE or --input-tz {inp.path}=ZONE"
+            )
+        return
+    else:
+        end = inp.mtime
+        inp.placed = (end - (inp.samples - 1) * (step or 60.0), step or 60.0)
+        inp.time_notes.append(
+            f"{inp.path}: the capture prints no date: its {inp.samples} samples are placed to end at the "
+            f"file's modification time, {iso_utc(end)}; if it was taken at another time, pass "
+            f"--input-start {inp.path}=YYYY-MM-DDTHH:MM:SS (its first sample, in --tz's zone or with an "
+            "offset), or capture `date` just before sysstat"
+        )
+    first, gap = inp.placed
+    inp.start, inp.end = first, first + (inp.samples - 1) * gap
 
 
 DETECTORS = (
@@ -184,8 +264,10 @@ DETECTORS = (
 def reader(kind: str) -> Callable[[Path | InputSource, object], Analysis]:
     """The ``read`` of an InputReader for one ONTAP kind: scan now, cook in ``finish``."""
 
-    def read(path: Path | InputSource, _options: object = None) -> Analysis:
-        inp = scan(path, kind)
+    def read(path: Path | InputSource, options: object = None) -> Analysis:
+        # only the settings given: a run without --tz, --interval or --input-start scans as scan(path, kind)
+        given = {k: v for k in ("zone", "interval", "start") if (v := getattr(options, k, None)) is not None}
+        inp = scan(path, kind, **given)
         try:
             return Analysis(inp.input_json(), [], _summarised(inp.notes), inp)
         except BaseException:

@@ -10,6 +10,7 @@ host, ONTAP subjects to the captures of the counter tables the diagnosis reads.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.analyze.perfmon_summary import LogSummary
 from sanlens.analyze.qos_breakdown import QOS_KINDS, is_qos_input, only_qos
 from sanlens.analyze.windows import HOST, feeds
-from sanlens.diagnose.registry import IDS, REGISTRY
+from sanlens.diagnose.registry import IDS, MODULES, REGISTRY
 
 # What the host side of a diagnosis reads, as PerfMon counters (HostDiskStats fields).
 HOST_NEEDS: dict[str, dict[str, str]] = {
@@ -40,6 +41,86 @@ HOST_NEEDS: dict[str, dict[str, str]] = {
     },
     "lun_iops_ceiling": {"read_iops": "Disk Reads/sec"},
 }
+
+
+def _reads(mod: Any) -> frozenset[str]:
+    """The kinds of input (``ontap``, ``hosts``, ...) a diagnosis module's parts read."""
+    parts = getattr(mod, "PARTS", None)
+    if parts:
+        return frozenset().union(*(reads for _part, reads in parts))
+    return frozenset(getattr(mod, "READS", {"ontap", "hosts"}))
+
+
+# Diagnoses of the array's own state (a LUN offline, a broken disk, ...): they read ONTAP's
+# inventory, which ``sanlens serve`` polls (REST) and no capture of ``sanlens analyze`` carries.
+ARRAY_STATE: frozenset[str] = frozenset(
+    m.SPEC.id for m in MODULES if "hosts" not in _reads(m) and not m.SPEC.reads.offline
+)
+
+
+def array_state_reason(did: str) -> str:
+    """Why a diagnosis of the array's own state was not judged on a host's (or any) capture."""
+    return (
+        f"judges each {REGISTRY[did].subject}'s state in the array's inventory (ONTAP REST, polled by "
+        "`sanlens serve`), which neither a host log nor a counter capture carries"
+    )
+
+
+def _capture_advice(reader: str, dids: list[str], objects: set[str] | None = None) -> str:
+    """The command that captures long enough for these diagnoses to be judged with their own (live)
+    sustain windows: offline a window is at most half the span of the capture."""
+    longest = max((REGISTRY[d].sustain_s for d in dids), default=0.0)
+    minutes = math.ceil(2 * longest / 60)
+    reports = math.ceil((minutes + 2) / 10) * 10  # a report a minute, to spare
+    if reader == "linux-iostat":  # its first report (since boot) is left out
+        cmd = f"`iostat -dxt 60 {reports}`"
+    elif reader == "linux-sar":
+        cmd = f"`sar -dp 60 {reports}`"
+    elif reader == "perfmon":
+        cmd = f'`typeperf "\\PhysicalDisk(*)\\*" -si 15 -sc {reports * 4} -f CSV -o disks.csv`'
+    elif reader == "ontap-sysstat":
+        cmd = f"`sysstat -c {reports} -M 60`"
+    elif reader == "ontap-counter-rows":
+        cmd = f"the table's rows (GET .../counter/tables/TABLE/rows) once a minute, {reports} times"
+    else:
+        obj = min(objects or {"lun"})
+        cmd = f"`statistics show -object {obj} -raw` once a minute, {reports} times"
+    if reader in ("ontap-statistics", "ontap-counter-rows"):
+        cmd += " (rates are the change between two captures: N captures make N-1 intervals)"
+    return (
+        f"capture {minutes} minutes or more, e.g. {cmd} ({reports} minutes): these diagnoses hold for up "
+        f"to {longest / 60:g} minutes live, and offline for at most half the capture"
+    )
+
+
+def intervals_needed(f: Findings | None, dids: list[str], step: float | None) -> int:
+    """The fewest intervals of ``step`` seconds in which any of ``dids`` can sustain a finding.
+
+    A level must hold from one judged interval until the diagnosis' sustain window has passed
+    (the windows the run used: :mod:`sanlens.analyze.windows`), so never fewer than two."""
+    best: int | None = None
+    for did in dids:
+        sustain = f.windows[did][0] if f is not None and did in f.windows else REGISTRY[did].sustain_s
+        n = 1 + max(1, math.ceil(sustain / step - 1e-9)) if step else 2
+        best = n if best is None else min(best, n)
+    return best or 2
+
+
+def _too_short(
+    st: dict[str, Any], intervals: int, step: float | None, f: Findings | None, advice: str
+) -> str:
+    """An input judged over too few intervals to sustain any finding: ``intervals_needed`` in its
+    status, and what its note says (with what to capture instead); '' otherwise."""
+    dids = st["evaluated"]
+    need = intervals_needed(f, dids, step)
+    if not dids or intervals >= need:
+        return ""
+    st["intervals_needed"] = need
+    return (
+        f"too short to sustain a finding: {intervals} interval{'s' * (intervals != 1)}, and a finding "
+        f"must hold for at least {need} (its sustain window), so none could fire here, whatever the "
+        f"data showed; {advice}"
+    )
 
 
 def _host_judged(f: Findings, hosts: set[str]) -> set[str]:
@@ -94,7 +175,9 @@ def _perfmon(s: LogSummary, f: Findings | None) -> dict[str, Any]:
             continue
         need = HOST_NEEDS.get(did, {})
         missing = [name for fld, name in need.items() if fld not in have]
-        if not iv:
+        if did in ARRAY_STATE:
+            not_eval[did] = array_state_reason(did)
+        elif not iv:
             not_eval[did] = "no per-disk counters"
         elif missing:
             not_eval[did] = "needs " + ", ".join(missing)
@@ -105,7 +188,12 @@ def _perfmon(s: LogSummary, f: Findings | None) -> dict[str, Any]:
     st["evaluated"] = sorted(judged, key=IDS.index)
     st["not_evaluated"] = not_eval
     st["skipped"] = skipped
-    if note := _disks_note(s, f):
+    steps = iv.steps if iv else 0
+    step = (
+        (s.end - s.start) / (steps - 1) if steps > 1 and s.start is not None and s.end is not None else None
+    )
+    short = _too_short(st, steps, step, f, _capture_advice("perfmon", st["evaluated"]))
+    if note := "; ".join(x for x in (_disks_note(s, f), short) if x):
         st["note"] = note
     return st
 
@@ -151,7 +239,9 @@ def _linux(li: LinuxInput, warnings: list[str], f: Findings | None) -> dict[str,
         kinds = feeds(did)
         if did in judged or (kinds is not None and HOST not in kinds):
             continue
-        if did == "host_path_loss":
+        if did in ARRAY_STATE:
+            not_eval[did] = array_state_reason(did)
+        elif did == "host_path_loss":
             not_eval[did] = "iostat and sar report no path states (node_exporter's dmmultipath does)"
         elif not li.disks():
             not_eval[did] = "no whole-disk devices in the capture"
@@ -160,11 +250,17 @@ def _linux(li: LinuxInput, warnings: list[str], f: Findings | None) -> dict[str,
     st["evaluated"] = sorted(judged, key=IDS.index)
     st["not_evaluated"] = not_eval
     st["skipped"] = list(warnings)
+    notes = []
     if li.placed:
-        st["note"] = (
+        notes.append(
             "the capture carries no time (iostat without -t): its last report is placed at the file's "
             "modification time, reports --interval apart"
         )
+    step = li.step if li.steps > 1 else None
+    if short := _too_short(st, li.steps, step, f, _capture_advice(li.kind, st["evaluated"])):
+        notes.append(short)
+    if notes:
+        st["note"] = "; ".join(notes)
     return st
 
 
@@ -185,7 +281,7 @@ def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, 
     if not cooked:  # views without a single cooked value: whatever "ok" the engine saw, nothing was judged
         st["evaluated"] = []
         st["not_evaluated"] = {}
-        st["skipped"] = [*warnings, "no counter could be cooked from this capture: every row was skipped"]
+        st["skipped"] = [*warnings, _uncooked(i, warnings)]
         return st
     for did in IDS:
         kinds = feeds(did)
@@ -199,13 +295,41 @@ def _ontap(i: OntapInput, warnings: list[str], f: Findings | None) -> dict[str, 
     st["evaluated"] = sorted(judged, key=IDS.index)
     st["not_evaluated"] = not_eval
     st["skipped"] = list(warnings)
+    notes = []
     if i.start is None:
-        st["note"] = "the capture carries no time: its last sample is placed at the file's modification time"
+        notes.append("the capture carries no time: its last sample is placed at the file's modification time")
+    if judged and f is not None:
+        # the intervals judged of this capture's counters: the most samples of a series cooked from it
+        n = max((x.samples for x in f.series if str(i.path) in x.inputs), default=0)
+        advice = _capture_advice(i.kind, st["evaluated"], i.objects)
+        span = (i.end - i.start) if i.start is not None and i.end is not None else 0.0
+        step = span / (i.samples - 1) if i.samples > 1 and span > 0 else None
+        if short := _too_short(st, n, step, f, advice):
+            notes.append(short)
+    if notes:
+        st["note"] = "; ".join(notes)
     if is_qos_input(i):
         extra = _qos(i, [], f)
         st["evaluated"] = sorted(set(st["evaluated"]) | set(extra["evaluated"]), key=IDS.index)
         st["note"] = "; ".join(x for x in (st.get("note"), extra["note"]) if x)
     return st
+
+
+def _uncooked(i: OntapInput, warnings: list[str]) -> str:
+    """Why no counter could be cooked from an ONTAP capture: it holds a single sample, and counters
+    are cooked from the change between two; or its rows were skipped (the warnings say why).
+
+    The rows another capture's sample skipped are counted in the run's warnings, which only one
+    input carries: a one-sample capture without them may still have been paired, and says so."""
+    if i.kind == "ontap-sysstat" or i.samples > 1 or any("row(s) skipped" in w for w in warnings):
+        return "no counter could be cooked from this capture: every row was skipped"
+    objects = ", ".join(sorted(i.objects)) or "its object"
+    return (
+        f"no counter could be cooked from this capture: it holds one sample of {objects}, and rates and "
+        "averages need two captures (each counter's change between them): capture it again a minute or "
+        "more later and pass both (when another capture of it was passed, every row was skipped: see "
+        "the warnings)"
+    )
 
 
 def reads_qos(did: str) -> bool:

@@ -353,6 +353,11 @@ class Engine:
         self._metrics = None
 
     # ------------------------------------------------------------ reading
+    def active_tracks(self) -> tuple[Track, ...]:
+        """The state machines behind the current findings: their last judged level and time, which the
+        offline report uses to end a finding where its condition last held, not where its exit window ends."""
+        return tuple(self._active)
+
     def findings(self) -> list[dict[str, Any]]:
         """Current non-ok findings in the /diagnoses JSON shape, worst first.
 
