@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from sanlens import __version__, cliargs
 from sanlens.config import Config
-from sanlens.config.load import check_config
+from sanlens.config.load import check_config, problem_lines
 from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
 from sanlens.optional import ANALYZE, SIMULATOR, MissingPart, Part, load
 from sanlens.serve.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
@@ -25,12 +25,38 @@ from sanlens.urls import RedactingFilter
 
 log = logging.getLogger("sanlens")
 
+DESCRIPTION = (
+    "SAN performance diagnoses for NetApp ONTAP with Windows and Linux hosts: a Prometheus exporter "
+    "(serve) and offline tools (analyze, plan). Exit codes: 0 done, 2 the arguments or the config are "
+    "wrong, 1 a valid request failed while running, 130 interrupted. A failure prints one 'error:' line "
+    "and a 'hint:' line on stderr; --debug adds the traceback."
+)
+# What `sanlens COMMAND --help` says first (the list of commands shows the short help).
+DESCRIPTIONS = {
+    "serve": "Run the exporter: poll the ONTAP clusters and the hosts of the config file and serve "
+    "their metrics and diagnoses on /metrics. A config problem stops it (exit 2) before anything "
+    "listens; SIGHUP reloads the config.",
+    "demo": "Run the simulator and the exporter together, with short diagnosis windows: every metric "
+    "and diagnosis of a scenario on :9842 without a cluster or a host.",
+    "check-config": "Check a config file as serve reads it: every problem with its file, line and key "
+    "(exit 2), a warning for what runs but is unsafe or polls nothing, then OK with the targets counted.",
+    "analyze": "Diagnose captures offline: PerfMon logs, Linux iostat and sar text, ONTAP statistics "
+    "captures (docs/capture.md says what to capture). Needs the sanlens[analyze] extra.",
+    "plan": "Size LUNs and volumes for a workload on ONTAP, or estimate a rebuild, a migration or a "
+    "bind at an EMC CLARiiON's rates (said in every answer).",
+    "simulate": "Serve the simulator: an ONTAP REST API with windows_exporter and node_exporter pages.",
+}
+
 # Subcommands implemented in their own packages: name -> (module, help, the optional part it
 # needs). Each module has add_arguments(p) and run(args). A module is imported only when its
 # subcommand is the one run: `analyze` pulls in numpy, which `serve` must not carry, and the
 # optional parts may not be installed at all.
 SUBCOMMANDS: dict[str, tuple[str, str, Part | None]] = {
-    "simulate": ("sanlens_sim.cli", "serve the ONTAP REST + windows_exporter simulator", SIMULATOR),
+    "simulate": (
+        "sanlens_sim.cli",
+        "serve the simulator: ONTAP REST, windows_exporter, node_exporter",
+        SIMULATOR,
+    ),
     "analyze": ("sanlens.analyze.cli", "diagnose PerfMon logs and ONTAP captures offline", ANALYZE),
     "plan": ("sanlens.plan.cli", "size LUNs/volumes, or estimate rebuild/migrate time", None),
     "healthcheck": (
@@ -60,8 +86,15 @@ def checked_config(path: str, files: bool = True) -> Config:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    cfg = checked_config(args.file, files=not args.skip_files)
-    print(f"{args.file}: OK ({len(cfg.ontap)} ONTAP target(s), {len(cfg.hosts)} host(s))")
+    warnings: list[str] = []
+
+    def warn(text: str) -> None:
+        warnings.append(text)
+        print(f"warning: {text}", file=sys.stderr)
+
+    cfg = check_config(args.file, files=not args.skip_files, warn=warn)
+    told = f", {len(warnings)} warning(s)" if warnings else ""
+    print(f"{args.file}: OK ({len(cfg.ontap)} ONTAP target(s), {len(cfg.hosts)} host(s){told})")
     return 0
 
 
@@ -152,13 +185,25 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     debug.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help="print the traceback of a failure"
     )
-    p = ArgumentParser(prog="sanlens", description=__doc__, parents=[debug])
+    p = ArgumentParser(prog="sanlens", description=DESCRIPTION, parents=[debug])
     p.add_argument("--version", action="version", version=f"sanlens {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub = p.add_subparsers(
+        dest="command", metavar="COMMAND", help="what to run; 'sanlens COMMAND --help' for its options"
+    )
     sub.required = True
 
-    s = sub.add_parser("serve", help="run the exporter against real clusters and hosts", parents=[debug])
-    s.add_argument("--config", required=True, help="YAML config file")
+    s = sub.add_parser(
+        "serve",
+        help="run the exporter against real clusters and hosts",
+        description=DESCRIPTIONS["serve"],
+        parents=[debug],
+    )
+    s.add_argument(
+        "--config",
+        required=True,
+        metavar="FILE",
+        help="the YAML config file (sanlens check-config checks it)",
+    )
     s.add_argument(
         "--listen",
         type=cliargs.listen_address,
@@ -173,11 +218,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         help="TLS and basic auth for every endpoint, in the Prometheus exporter-toolkit format "
         f"(default ${ENV_WEB_CONFIG_FILE})",
     )
-    s.add_argument("--log-level", default=None, choices=["debug", "info", "warning", "error"])
+    s.add_argument(
+        "--log-level",
+        default=None,
+        choices=["debug", "info", "warning", "error"],
+        help="log level (default: the config's log_level, else info)",
+    )
     s.set_defaults(func=cmd_serve)
 
     d = sub.add_parser(
-        "demo", help="run the simulator and the exporter together, with short windows", parents=[debug]
+        "demo",
+        help="run the simulator and the exporter together, with short windows",
+        description=DESCRIPTIONS["demo"],
+        parents=[debug],
     )
     scenarios = None
     if argv is None or command == "demo":
@@ -193,15 +246,21 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     d.add_argument(
         "--duration", type=cliargs.positive_seconds, default=None, help="stop after this many seconds"
     )
-    d.add_argument("--log-level", default=None, choices=["debug", "info", "warning", "error"])
+    d.add_argument(
+        "--log-level",
+        default=None,
+        choices=["debug", "info", "warning", "error"],
+        help="log level (default info)",
+    )
     d.set_defaults(func=cmd_demo)
 
     c = sub.add_parser(
         "check-config",
         help="validate a config file: every problem serve would stop on (exit 2 on error)",
+        description=DESCRIPTIONS["check-config"],
         parents=[debug],
     )
-    c.add_argument("file")
+    c.add_argument("file", help="the YAML config file to check")
     c.add_argument(
         "--skip-files",
         action="store_true",
@@ -211,7 +270,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_check_config)
 
     for name, (module, help_, part) in SUBCOMMANDS.items():
-        sp = sub.add_parser(name, help=help_, parents=[debug])
+        sp = sub.add_parser(name, help=help_, description=DESCRIPTIONS.get(name), parents=[debug])
         if argv is None or name == command:
             mod = load(module, name, part)
             mod.add_arguments(sp)
@@ -224,15 +283,7 @@ def report(e: BaseException, command: str, debug: bool) -> int:
     if debug:
         traceback.print_exception(e)
     if isinstance(e, ConfigError):
-        problems = e.problems
-        omitted = getattr(e, "omitted", 0)
-        if len(problems) == 1 and not omitted:
-            lines = [f"error: {problems[0].located()}"]
-        else:
-            lines = [f"error: {e.file or 'config'}: {len(problems) + omitted} problems"]
-            lines += [f"  {p.located()}" for p in problems]
-            if omitted:
-                lines.append(f"  ... and {omitted} more")
+        lines = problem_lines(e)
         hint, code = e.hint or f"see 'sanlens {command} --help'", e.exit_code
     elif isinstance(e, SanlensError):
         first, *rest = str(e).splitlines() or [type(e).__name__]

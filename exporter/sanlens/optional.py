@@ -25,7 +25,9 @@ class Part:
 
 
 ANALYZE = Part(
-    "the analyze extra (numpy, pyarrow, tqdm)", ("numpy", "pyarrow", "tqdm"), "pip install 'sanlens[analyze]'"
+    "the analyze extra (numpy, pyarrow, tqdm)",
+    ("numpy", "pyarrow", "tqdm"),
+    "pip install '.[analyze]' from a sanlens checkout (docs/capture.md)",
 )
 SIMULATOR = Part(
     "the simulator (sanlens-sim)",

@@ -143,7 +143,9 @@ def test_the_image_carries_no_simulator_and_says_what_analyze_and_demo_need(imag
     assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
     p = image.run("sanlens analyze /tmp/perfmon.csv")
     assert p.returncode == 2, p.stdout + p.stderr
-    assert p.stderr.splitlines()[0].endswith("which is not installed: pip install 'sanlens[analyze]'")
+    assert p.stderr.splitlines()[0].endswith(
+        "which is not installed: pip install '.[analyze]' from a sanlens checkout (docs/capture.md)"
+    )
     assert "Traceback" not in p.stderr
     p = image.run("sanlens demo")
     assert p.returncode == 2, p.stdout + p.stderr

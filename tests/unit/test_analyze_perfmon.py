@@ -81,11 +81,11 @@ def test_text_format_is_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "samples" in out and "mean" in out
     line = next(x for x in out.splitlines() if "Avg. Disk sec/Read" in x)
     cells = line.split()
-    assert cells[-6:-2] == ["3", "0.012", "0.02", "0.016"]
+    # seconds per read, printed in ms with its unit: 0.012, 0.020 and 0.016 s
+    assert cells[-7:-2] == ["ms", "3", "12", "20", "16"]
     # p95 and p99 of three samples are the largest (nearest rank), within the sketch's 1 %
-    assert float(cells[-2]) == pytest.approx(0.02, rel=0.01) and float(cells[-1]) == pytest.approx(
-        0.02, rel=0.01
-    )
+    assert float(cells[-2]) == pytest.approx(20, rel=0.01) and float(cells[-1]) == pytest.approx(20, rel=0.01)
+    assert "e+" not in out and "e-0" not in out, "no scientific notation"
 
 
 def test_bad_file_reports_line_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

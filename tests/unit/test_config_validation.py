@@ -24,6 +24,8 @@ from sanlens.config.load import check_config, load_config, load_config_text
 from sanlens.errors import ConfigError, ConfigErrors
 
 ONTAP = "ontap:\n  - name: c1\n    url: https://c1.example.com\n"
+# a cluster that serve can poll: with credentials (without them every poll is refused)
+ONTAP_OK = ONTAP + "    auth: {username: u, password_env: PW}\n"
 HOST = "hosts:\n  - name: h1\n    url: http://h1:9182/metrics\n"
 
 
@@ -92,9 +94,10 @@ def test_what_serve_cannot_run_is_refused_with_path_and_line(
 @pytest.mark.parametrize(
     "text",
     [
-        ONTAP + "    poll_interval: 24h\n    connect_timeout: 500ms\n    read_timeout: 1h\n",
-        ONTAP + "    min_ops_for_latency: 0\n    schema_refresh: 0s\n",
-        'ontap:\n  - name: c1\n    url: "https://[fd00::1]:443/api"\n',
+        ONTAP_OK + "    poll_interval: 24h\n    connect_timeout: 500ms\n    read_timeout: 1h\n",
+        ONTAP_OK + "    min_ops_for_latency: 0\n    schema_refresh: 0s\n",
+        ONTAP_OK + "    poll_interval: 1m30s\n    schema_refresh: 1d12h\n",
+        'ontap:\n  - name: c1\n    url: "https://[fd00::1]:443/api"\n    auth: {cert_file: c.pem, key_file: k.pem}\n',
         'ontap:\n  - name: c1\n    url: "http://127.0.0.1:8080"\n',
         "hosts:\n  - name: w1\n    source: winrm\n    url: sql01\n",  # pywinrm builds the URL
         'hosts:\n  - name: w1\n    source: winrm\n    url: "https://sql01:5986/wsman"\n',
@@ -281,7 +284,7 @@ def test_a_config_built_in_code_never_shows_a_secret_either() -> None:
 def test_config_files_with_a_byte_order_mark_are_read(tmp_path: Path, codec: str) -> None:
     f = tmp_path / "c.yaml"
     bom = {"utf-16-le": codecs.BOM_UTF16_LE, "utf-16-be": codecs.BOM_UTF16_BE}.get(codec, b"")
-    f.write_bytes(bom + (ONTAP + "    poll_interval: 2m\n").encode(codec))
+    f.write_bytes(bom + (ONTAP_OK + "    poll_interval: 2m\n").encode(codec))
     assert load_config(f).ontap[0].poll_interval == 120
 
 

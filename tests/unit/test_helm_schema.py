@@ -33,7 +33,10 @@ SCHEMA = json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))[
 VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
 
 BASE: dict[str, Any] = {
-    "ontap": [{"name": "c1", "url": "https://c1.example.com"}],
+    # a cluster with credentials: without them every poll is refused, which check-config tells
+    "ontap": [
+        {"name": "c1", "url": "https://c1.example.com", "auth": {"username": "u", "password_file": "/pw"}}
+    ],
     "hosts": [{"name": "sql01", "url": "http://sql01:9182/metrics"}],
     "diagnose": {},
 }
@@ -165,7 +168,7 @@ def _auth(**kw: Any) -> dict[str, Any]:
         (_auth(cert_file="/c.pem", key_file="/c.key"), True),
         (_auth(cert_file="/c.pem"), False),
         (_auth(key_file="/c.key"), False),
-        (_auth(cert_file=None, key_file=None), True),
+        (_auth(username="u", password_file="/s/p", cert_file=None, key_file=None), True),
         (with_value(("ontap", 0), "tables", ["lun", "volume"]), True),
         (with_value(("ontap", 0), "tables", ["lun", "nope"]), False),
         (with_value(("ontap", 0), "poll_interval", "90s"), True),

@@ -178,3 +178,57 @@ def test_bad_choice_is_argparse_exit_2() -> None:
     with pytest.raises(SystemExit) as e:
         main(["plan", "rebuild", "--size-gb", "1", "--priority", "urgent"])
     assert e.value.code == 2
+
+
+# ------------------------------------------------------------------ whose rates, and ONTAP's words
+def test_every_duration_answer_says_the_rates_are_a_clariions_and_what_ontap_has(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = run_json(capsys, "rebuild", "--size-gb", "100", "--priority", "high")
+    first, ontap = out["notes"]
+    assert "EMC CLARiiON" in first and "not ONTAP's" in first
+    assert "RAID-DP (double parity)" in ontap and "RAID-TEC (triple parity)" in ontap
+    assert (
+        "storage raid-options modify -node <node> -name raid.reconstruct.perf_impact -value low|medium|high"
+        in ontap
+    )
+    assert main(["plan", "migrate", "--size-gb", "10", "--priority", "low"]) == 0
+    text = capsys.readouterr().out
+    assert "Note: These rates are an EMC CLARiiON's" in text and "lun move start" in text
+
+
+def test_ontap_raid_types_need_a_profile_with_their_rates(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "rebuild", "--size-gb", "100", "--priority", "high", "--raid", "raid-dp"]) == 2
+    err = capsys.readouterr().err
+    assert "no rate for ONTAP's RAID-DP" in err and "--profile" in err
+    f = tmp_path / "ontap.yaml"
+    f.write_text(
+        "profile: ontap-measured\nrebuild:\n  rate_mb_s: {high: 100}\n  raid_factor: {raid-dp: 1.0, raid-tec: 1.5}\n"
+    )
+    out = run_json(
+        capsys, "rebuild", "--size-gb", "100", "--priority", "high", "--raid", "raid-tec", "--profile", str(f)
+    )
+    assert out["seconds"] == pytest.approx(100 * 1024 / 100 * 1.5)
+    assert out["notes"] == []  # a profile of its own: no claim about the CLARiiON's figures
+
+
+@pytest.mark.parametrize(
+    ("iops", "write_ratio", "latency_ms", "queue_depth", "paths", "hosts"),
+    [(60_000, 0.35, 1.0, 32, 2, 2), (60_000, 0.2, 1.0, 32, 2, 1), (200_000, 0.1, 0.5, 64, 4, 1),
+     (30_000, 0.3, 1.0, 32, 1, 1)],
+)  # fmt: skip
+def test_the_pre_991_note_gives_the_answer_991_gives(
+    iops: float, write_ratio: float, latency_ms: float, queue_depth: int, paths: int, hosts: int
+) -> None:
+    args = (iops, write_ratio)
+    kw = {"latency_ms": latency_ms, "queue_depth": queue_depth, "paths": paths, "hosts": hosts}
+    old = plan_luns(*args, ontap_version_option("9.8"), **kw)  # type: ignore[arg-type]
+    later = plan_luns(*args, ontap_version_option("9.12.1"), **kw)  # type: ignore[arg-type]
+    notes = [n for n in old.notes if "9.9.1" in n]
+    if (later.luns, later.volumes) == (old.luns, old.volumes):
+        assert notes == []
+    else:
+        (note,) = notes
+        assert f"this plan answers {later.luns} LUN(s) on {later.volumes} volume(s)" in note

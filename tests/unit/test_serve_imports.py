@@ -81,7 +81,7 @@ def test_analyze_without_its_extra_names_it(argv: list[str]) -> None:
     assert p.returncode == 2, p.stderr
     first, *rest = p.stderr.splitlines()
     assert first.startswith("error: sanlens analyze needs ") and first.endswith(
-        "pip install 'sanlens[analyze]'"
+        "pip install '.[analyze]' from a sanlens checkout (docs/capture.md)"
     )
     assert [line for line in rest if not line.startswith("hint: ")] == [], p.stderr  # no traceback
 

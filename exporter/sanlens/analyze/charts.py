@@ -26,6 +26,12 @@ UNITS: dict[str, tuple[float, str]] = {
     "per_second": (1.0, "/s"),
     "iops": (1.0, "IOPS"),
     "count": (1.0, "count"),
+    "milliseconds": (1.0, "ms"),  # sysstat's columns, as printed
+    "kilobytes_per_second": (1.0, "kB/s"),
+    "megabytes_per_second": (1.0, "MB/s"),
+    "sectors_per_second": (1.0, "sectors/s"),
+    "kilobytes": (1.0, "kB"),
+    "sectors": (1.0, "sectors"),
     "ratio": (100.0, "%"),
     "none": (1.0, ""),
     "": (1.0, ""),

@@ -25,12 +25,14 @@ from typing import Any, TextIO
 
 from sanlens.analyze import diagnoses, linux_inputs, ontap_inputs, qos_report
 from sanlens.analyze.analysis import Analysis
+from sanlens.analyze.charts import fmt, human
 from sanlens.analyze.html import render_html
 from sanlens.analyze.input_checks import RunWarning, config_misses, time_overlap
 from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.offline_join import analysis_cluster
 from sanlens.analyze.perfmon_summary import LogSummary, summarize
 from sanlens.analyze.progress import Progress
+from sanlens.analyze.series_units import series_unit
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.analyze.status import input_status
 from sanlens.analyze.time_zones import (
@@ -193,14 +195,17 @@ def finite_json(doc: Any) -> tuple[Any, int]:
     return walk(doc), count
 
 
-def _num(v: float | None) -> str:
+def _num(v: float | None, factor: float = 1.0) -> str:
+    """A statistic in the unit column's unit, in plain decimals (no scientific notation)."""
     if v is None:
         return "-"
     if not math.isfinite(v):
         return "overflow" if math.isinf(v) else "-"
-    if v == 0 or 0.001 <= abs(v) < 1e7:
-        return f"{v:.4g}" if abs(v) < 1 else f"{v:.3f}".rstrip("0").rstrip(".")
-    return f"{v:.3e}"
+    x = v * factor
+    if not math.isfinite(x):
+        return "overflow"
+    text = fmt(x)
+    return f"{x:.6f}".rstrip("0").rstrip(".") if "e" in text else text
 
 
 def render_text(results: list[Analysis], out: TextIO) -> None:
@@ -220,15 +225,15 @@ def render_text(results: list[Analysis], out: TextIO) -> None:
             continue
         perfmon = "p95" in r.series[0]
         head = (
-            ("counter", "samples", "min", "max", "mean", "p95", "p99")
+            ("counter", "unit", "samples", "min", "max", "mean", "p95", "p99")
             if perfmon
-            else ("counter", "samples", "min", "max", "mean")
+            else ("counter", "unit", "samples", "min", "max", "mean")
         )
         rows = [head]
         for s in r.series:
-            cells = [s["path"], str(s["samples"]), _num(s["min"]), _num(s["max"]), _num(s["mean"])]
-            if perfmon:
-                cells += [_num(s.get("p95")), _num(s.get("p99"))]
+            factor, label = human(series_unit(s))
+            cells = [s["path"], label or "-", str(s["samples"])]
+            cells += [_num(s.get(k), factor) for k in head[3:]]
             rows.append(tuple(cells))
         widths = [max(len(row[k]) for row in rows) for k in range(len(head))]
         widths[0] = min(widths[0], 90)
@@ -249,7 +254,8 @@ def _status_text(st: dict[str, Any], out: TextIO) -> None:
         out.write(f"   reader: {st['reader']}")
     if st.get("analysis_intervals"):
         width = st.get("analysis_interval_seconds")
-        out.write(f"   judged over {st['analysis_intervals']} intervals")
+        n = st["analysis_intervals"]
+        out.write(f"   judged over {n} interval{'' if n == 1 else 's'}")
         out.write(f" of {width:g} s (averaged)" if width else " (one per row)")
     out.write("\n")
     for e in st.get("errors") or []:
@@ -382,13 +388,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     config = None
     if args.config:
-        from sanlens.config.load import check_config
+        from sanlens.config.load import check_config, print_config_error
 
         try:
             config = check_config(args.config, files=False)
         except SanlensError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+            return print_config_error(e, "analyze")
     try:
         per_file = _per_input_time(args)
     except SanlensError as e:

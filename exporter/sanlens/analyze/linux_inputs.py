@@ -31,6 +31,7 @@ from typing import Any
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.host_intervals import MAX_STEPS, DiskColumn, Mapper
 from sanlens.analyze.linux_paths import PathGroups, compose, dm_groups, nvme_groups
+from sanlens.analyze.series_units import sysstat_unit
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.errors import SanlensError
 from sanlens.hosts.linux_text import Capture, LinuxTextError, parse_iostat, parse_sar_disk, whole_disk
@@ -254,6 +255,7 @@ class LinuxInput:
                 "object": "device",
                 "instance": device,
                 "counter": col,
+                "unit": sysstat_unit(col),
                 "samples": len(vals),
                 "min": min(vals),
                 "max": max(vals),

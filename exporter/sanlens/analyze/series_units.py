@@ -31,6 +31,32 @@ def perfmon_unit(counter: str) -> str:
     return ""
 
 
+def sysstat_unit(column: str) -> str:
+    """The unit of an iostat or sar column as sysstat prints it (``r_await`` ms, ``rkB/s``, ``%util``)."""
+    c = column.strip()
+    if c.startswith("%"):
+        return "percent"
+    if c.endswith("await") or c == "svctm":
+        return "milliseconds"
+    if c.endswith("kB/s"):
+        return "kilobytes_per_second"
+    if c.endswith("MB/s"):
+        return "megabytes_per_second"
+    if c.endswith("sec/s"):
+        return "sectors_per_second"
+    if c in ("r/s", "w/s", "d/s", "f/s", "tps"):
+        return "iops"
+    if c.endswith("rqm/s"):
+        return "per_second"
+    if c.endswith("areq-sz"):
+        return "kilobytes"
+    if c == "avgrq-sz":
+        return "sectors"
+    if c in ("aqu-sz", "avgqu-sz"):
+        return "count"
+    return ""
+
+
 def series_unit(series: Mapping[str, Any]) -> str:
     """A JSON series row's unit: its own, else (a PerfMon column) the one its counter's name says."""
     unit = series.get("unit")

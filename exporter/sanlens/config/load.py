@@ -13,10 +13,13 @@ import errno
 import gc
 import logging
 import os
+import sys
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
@@ -28,7 +31,7 @@ from sanlens.config.rules import RAW_CHECKED, Loc, path_of
 from sanlens.config.types import Duration, Explain, NeededBy, format_seconds
 from sanlens.config.yaml_doc import SHAPE_HINT, UNREADABLE, Document, read_document
 from sanlens.diagnose.registry import check as check_diagnose
-from sanlens.errors import ConfigError, ConfigErrors
+from sanlens.errors import ConfigError, ConfigErrors, SanlensError
 from sanlens.urls import has_password
 
 log = logging.getLogger("sanlens.config")
@@ -47,6 +50,17 @@ _WARNINGS = {
     "url": "password in the url; prefer auth.username with password_file or password_env",
     "tls": "insecure_skip_verify is true; TLS certificates are NOT verified",
 }
+_NO_CREDENTIALS = (
+    "no credentials: an ONTAP cluster answers 401 to every poll without them; give auth.username "
+    "with password_file or password_env, or auth.cert_file and key_file"
+)
+_NO_PASSWORD = (
+    "a username without a password: an ONTAP cluster answers 401 to every poll; give "
+    "password_file or password_env (or cert_file and key_file)"
+)
+_LOOPBACK = " (accepted on a loopback address, where the simulator needs none)"
+_NOTHING = "no ontap targets and no hosts: nothing to poll (serve exposes only its own metrics)"
+Warn = Callable[[str], None]
 
 
 def _kind(value: Any) -> str:
@@ -154,6 +168,7 @@ class Report:
     def __init__(self, doc: Document | None, file: str) -> None:
         self.doc, self.file = doc, file
         self.found: list[tuple[int | None, Loc, str]] = []
+        self.warnings: list[ConfigError] = []  # accepted but unsafe or idle: told, never fatal
         self.seen: set[tuple[Loc, str]] = set()
         for loc, line, message in doc.problems if doc else ():
             self.add(loc, message, line)
@@ -170,6 +185,17 @@ class Report:
     def add_errors(self, root: type[BaseModel], e: ValidationError) -> None:
         for err in e.errors(include_url=False):
             self.add(*word(root, err))
+
+    def warn(self, loc: Loc, message: str) -> None:
+        line = self.locate(loc)[0]
+        self.warnings.append(ConfigError(message, path_of(loc), line, self.file))
+
+    def tell_warnings(self, warn: Warn | None = None) -> int:
+        """Each warning once, located as an error is (``file:line: path: message``); how many."""
+        for w in self.warnings:
+            (warn or print_warning)(w.located())
+        told, self.warnings = len(self.warnings), []
+        return told
 
     def cited(self, loc: Loc) -> str:
         line = self.locate(loc)[0]
@@ -236,18 +262,81 @@ def _validate(text: str, file: str) -> tuple[models.Config | None, Report]:
         return None, report
     if report:
         return None, report
-    found: dict[str, list[str]] = {kind: [] for kind in _WARNINGS}  # accepted but unsafe: logged once
+    _check_targets(cfg, report)
+    if report:
+        return None, report
+    return cfg, report
+
+
+def _is_loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _check_targets(cfg: models.Config, report: Report) -> None:
+    """What the models accept but serve would run badly: a cluster without credentials is an error
+    (every poll is refused); an inline or URL password, an unverified certificate and a config
+    with nothing to poll are warnings, the first place of each kind told with how many more."""
+    if not cfg.ontap and not cfg.hosts:
+        report.warn((), _NOTHING)
+    for i, t in enumerate(cfg.ontap):
+        auth = t.auth
+        if t.source != "rest" or auth.cert_file or has_password(t.url):
+            continue
+        if not (auth.password or auth.password_file or auth.password_env):
+            loc: Loc = ("ontap", i, "auth", "username") if auth.username else ("ontap", i, "auth")
+            message = _NO_PASSWORD if auth.username else _NO_CREDENTIALS
+            if _is_loopback(t.url):
+                report.warn(loc, message + _LOOPBACK)
+            else:
+                report.add(loc, message)
+    found: dict[str, list[Loc]] = {kind: [] for kind in _WARNINGS}
     for name in ("ontap", "hosts"):
         for i, t in enumerate(getattr(cfg, name)):
             hits = (t.auth.password, t.url and has_password(t.url), t.tls.insecure_skip_verify)
-            for kind, hit in zip(_WARNINGS, hits, strict=True):
+            keys = (("auth", "password"), ("url",), ("tls", "insecure_skip_verify"))
+            for kind, hit, key in zip(_WARNINGS, hits, keys, strict=True):
                 if hit:
-                    found[kind].append(f"{name}[{i}].{kind}")
+                    found[kind].append((name, i, *key))
     for kind, places in found.items():
         if places:
             more = f" (and {len(places) - 1} more)" if len(places) > 1 else ""
-            log.warning("config %s%s: %s", places[0], more, _WARNINGS[kind])
-    return cfg, report
+            report.warn(places[0], _WARNINGS[kind] + more)
+
+
+def print_warning(text: str) -> None:
+    """A config warning: to the log once logging is set up (serve), else to stderr as ``warning: ...``."""
+    if log.hasHandlers():
+        log.warning("%s", text)
+    else:
+        print(f"warning: {text}", file=sys.stderr)
+
+
+def problem_lines(e: ConfigError) -> list[str]:
+    """How every command tells a config's problems: one ``error:`` line, several indented below it."""
+    problems = e.problems
+    omitted = getattr(e, "omitted", 0)
+    if len(problems) == 1 and not omitted:
+        return [f"error: {problems[0].located()}"]
+    lines = [f"error: {e.file or 'config'}: {len(problems) + omitted} problems"]
+    lines += [f"  {p.located()}" for p in problems]
+    if omitted:
+        lines.append(f"  ... and {omitted} more")
+    return lines
+
+
+def print_config_error(e: SanlensError, command: str) -> int:
+    """Print a failure to load a config as ``sanlens check-config`` does (problems, then a hint); the exit code."""
+    if isinstance(e, ConfigError):
+        lines = problem_lines(e)
+        hint = e.hint or f"see 'sanlens {command} --help'"
+    else:
+        first, *rest = str(e).splitlines() or [type(e).__name__]
+        lines = [f"error: {first}", *(f"  {line}" for line in rest)]
+        hint = e.hint or f"see 'sanlens {command} --help'"
+    for line in [*lines, f"hint: {hint}"]:
+        print(line, file=sys.stderr)
+    return e.exit_code
 
 
 Credentials = tuple[Loc, models.AuthConfig, models.TLSConfig]
@@ -312,9 +401,13 @@ def _check_files(report: Report, targets: list[Credentials]) -> None:
             report.add((*base, "tls", "ca_file"), why)
 
 
-def load_config_text(text: str, file: str = "<config>") -> models.Config:
-    """The config in ``text``; ConfigErrors lists every problem of the file itself."""
+def load_config_text(text: str, file: str = "<config>", warn: Warn | None = None) -> models.Config:
+    """The config in ``text``; ConfigErrors lists every problem of the file itself.
+
+    Warnings go to ``warn`` (default ``print_warning``), each as ``file:line: path: message``.
+    """
     cfg, report = _validate(text, file)
+    report.tell_warnings(warn)
     report.raise_if_any()
     assert cfg is not None
     return cfg
@@ -325,13 +418,15 @@ def load_config(path: str | Path) -> models.Config:
     return load_config_text(read_text(path), str(path))
 
 
-def check_config(path: str | Path, *, files: bool = True) -> models.Config:
+def check_config(path: str | Path, *, files: bool = True, warn: Warn | None = None) -> models.Config:
     """The config at ``path`` as ``sanlens serve`` would run it, or ConfigErrors with every problem.
 
     Beyond the file itself: the diagnosis registry's ranges and, unless ``files`` is
-    false, the password files and variables and the certificate files it names.
+    false, the password files and variables and the certificate files it names. Warnings
+    go to ``warn`` (default ``print_warning``), each as ``file:line: path: message``.
     """
     cfg, report = _validate(read_text(path), str(path))
+    report.tell_warnings(warn)
     if cfg is not None:
         diagnose: models.DiagnoseConfig | None = cfg.diagnose
         targets: list[Credentials] = [

@@ -15,11 +15,11 @@ import os
 import typing
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, cast
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
 from sanlens.config.files import DecodeError, TooLarge, decode, read_capped, shown
-from sanlens.config.rules import ExactlyOne, Needs, OnlyOne, Ruled, Together, UniqueNames
+from sanlens.config.rules import ExactlyOne, Loc, Needs, OnlyOne, Ruled, Together, UniqueNames, rule_errors
 from sanlens.config.types import (
     LISTEN_PATTERN,
     NAME_PATTERN,
@@ -29,6 +29,7 @@ from sanlens.config.types import (
     Explain,
     NeededBy,
     listen_problem,
+    ontap_url_problem,
     url_problem,
     winrm_url_problem,
 )
@@ -71,7 +72,7 @@ Interval = Annotated[Duration, Field(ge=1, le=MAX_POLL_INTERVAL)]
 Timeout = Annotated[Duration, Field(gt=0, le=MAX_TIMEOUT)]
 Text = str | None
 _NAME = Field(pattern=NAME_PATTERN)
-Url = Annotated[str, Field(pattern=URL_PATTERN), Explain(url_problem)]
+Url = Annotated[str, Field(pattern=URL_PATTERN), Explain(ontap_url_problem)]
 
 
 class _Model(BaseModel):
@@ -341,11 +342,31 @@ class WindowsExporterHost(HostTarget):
     url: _url("The http(s) /metrics URL.", "windows_exporter")  # type: ignore[valid-type]
 
 
+_LINUX_DRIVE = (
+    "a Linux host has no drive letters: name the disk by its multipath map name, WWID or dm-N "
+    "in disk (drive is a Windows volume)"
+)
+
+
+def _no_drives(host: HostTarget) -> None:
+    """A Linux host's disks are named by map, WWID or dm-N: a ``drive`` there would never match."""
+    drives: list[tuple[Loc, str]] = [
+        (("disks", i, "drive"), _LINUX_DRIVE) for i, d in enumerate(host.disks) if d.drive
+    ]
+    if drives:
+        raise rule_errors(type(host).__name__, drives)
+
+
 class NodeExporterHost(HostTarget):
     """`source: node_exporter`: a Linux host's node_exporter, its disks joined by multipath WWID."""
 
     source: Literal["node_exporter"]
     url: _url("The http(s) /metrics URL.", "node_exporter")  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _linux_disks(self) -> Self:
+        _no_drives(self)
+        return self
 
 
 class WinrmHost(HostTarget):
@@ -380,6 +401,12 @@ class PrometheusHost(HostTarget):
         NeededBy('source prometheus needs a selector naming this host\'s series, e.g. instance="db1:9182"'),
     ]
     url: _url("The query API's base URL.", "", _PROMETHEUS_URL)  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _linux_disks(self) -> Self:
+        if self.exporter == "node_exporter":
+            _no_drives(self)
+        return self
 
 
 HOST_MODELS: dict[str, type[HostTarget]] = {

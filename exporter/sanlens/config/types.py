@@ -17,16 +17,29 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
-DURATION_PATTERN = r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$"
-"""A duration as YAML may write it: 60, 60s, 5m, 1h or 500ms (also the chart's pattern)."""
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+_ORDER = ("d", "h", "m", "s", "ms")
+# one number with an optional unit (60, 1.5h, 500ms), or whole numbers of units from the largest
+# down, as Prometheus writes them (1m30s, 1h30m, 2d12h)
+_COMPOUND = "|".join(
+    rf"\d+{unit}" + "".join(rf"(?:\d+{smaller})?" for smaller in _ORDER[i + 1 :])
+    for i, unit in enumerate(_ORDER)
+)
+DURATION_PATTERN = rf"^\s*(?:\d+(?:\.\d+)?\s*(?:ms|s|m|h|d)?|{_COMPOUND})\s*$"
+"""A duration as YAML may write it: 60, 60s, 5m, 1h, 1d, 500ms or 1m30s (also the chart's pattern)."""
 _DURATION = re.compile(DURATION_PATTERN)
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_SINGLE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*")
+_PART = re.compile(r"(\d+)(ms|s|m|h|d)")
 
 
 def parse_duration(text: str) -> Duration:
-    if not (m := _DURATION.match(text)):
-        raise ValueError(f"not a duration: {text!r} (use e.g. 15s, 5m, 1h)")
-    if not math.isfinite(seconds := float(m.group(1)) * _UNITS[m.group(2)]):
+    if not _DURATION.fullmatch(text):
+        raise ValueError(f"not a duration: {text!r} (use e.g. 15s, 5m, 1h or 1m30s)")
+    if m := _SINGLE.fullmatch(text):
+        seconds = float(m.group(1)) * _UNITS[m.group(2)]
+    else:
+        seconds = sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(text))
+    if not math.isfinite(seconds):
         raise ValueError("duration too large")
     return Duration(seconds)
 
@@ -43,17 +56,18 @@ def _duration(value: Any) -> Duration:
     if isinstance(value, Duration):
         return value
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise PydanticCustomError("duration_type", "expected a duration such as 60s or 5m")
+        raise PydanticCustomError("duration_type", "expected a duration such as 60s, 5m or 1m30s")
     try:
         return parse_duration(str(value))
     except (ValueError, OverflowError):
         raise PydanticCustomError(
-            "duration_parsing", "expected a duration such as 500ms, 60s, 5m or 1h (a plain number is seconds)"
+            "duration_parsing",
+            "expected a duration such as 500ms, 60s, 5m, 1h or 1m30s (a plain number is seconds)",
         ) from None
 
 
 class Duration(float):
-    """Seconds; YAML may say 60, 60s, 5m, 1h or 500ms."""
+    """Seconds; YAML may say 60, 60s, 5m, 1h, 500ms or 1m30s."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
@@ -116,8 +130,17 @@ def host_problem(host: str) -> str | None:
     return None if _HOST.fullmatch(host) else "the host is not a valid IPv4 address or host name"
 
 
-def url_problem(url: str, scheme_optional: bool = False) -> str | None:
-    """Why ``url`` is not a URL the exporter can poll (None when it is); never echoes the URL."""
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+HOST_SCHEMES = "http:// or https://"
+ONTAP_SCHEMES = "https:// (a cluster) or http:// (a Prometheus query API, the simulator)"
+
+
+def url_problem(url: str, scheme_optional: bool = False, schemes: str = HOST_SCHEMES) -> str | None:
+    """Why ``url`` is not a URL the exporter can poll (None when it is); never echoes the URL.
+
+    ``schemes`` says which schemes fit the source: a host's exporter is often plain http://, an
+    ONTAP cluster's REST API https://.
+    """
     if (_WINRM_URL if scheme_optional else _URL).fullmatch(url):
         return None
     if re.search(r"[\x00-\x20\x7f]", url):
@@ -125,8 +148,10 @@ def url_problem(url: str, scheme_optional: bool = False) -> str | None:
     rest = url
     if url.startswith(("http://", "https://")):
         rest = url.split("://", 1)[1]
+    elif _SCHEME.match(url):
+        return f"the scheme must be {schemes}"
     elif not scheme_optional:
-        return "must start with https:// (or http:// for the simulator)"
+        return f"needs a scheme: {schemes}"
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
     if "@" in authority:
         if scheme_optional:
@@ -141,6 +166,11 @@ def url_problem(url: str, scheme_optional: bool = False) -> str | None:
     else:
         host, sep, port = authority.partition(":")
     return host_problem(host) or (_port_problem(port, 1) if sep else None) or "is not a valid URL"
+
+
+def ontap_url_problem(url: str) -> str | None:
+    """Why ``url`` is not an ONTAP cluster's REST API URL (None when it is)."""
+    return url_problem(url, schemes=ONTAP_SCHEMES)
 
 
 def winrm_url_problem(url: str) -> str | None:

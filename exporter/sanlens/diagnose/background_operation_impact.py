@@ -164,9 +164,9 @@ def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
                     f"A {what}{where} on aggregate {aggr} ({cluster}) is running ({pct_txt}"
                     f"{_eta_text(prog.eta_s if prog else None)}), and volume {worst[1]} answers in "
                     f"{ms(worst[2])}, {worst[0]:.1f}x its {ms(worst[3])} baseline from before the operation. "
-                    "Lower the operation's priority (for RAID work `storage raid-options modify -name "
-                    "raid.reconstruct.perf_impact -value low`; for a move, throttle or defer the cutover) or "
-                    "let it run off-peak; ASAP-style priorities can quadruple OLTP response time."
+                    "Lower the operation's priority (for RAID work `storage raid-options modify -node <node> "
+                    "-name raid.reconstruct.perf_impact -value low`; for a move, throttle or defer the cutover) "
+                    "or let it run off-peak: at its highest priority a rebuild can quadruple OLTP response time."
                 )
             out.append(
                 Observation(

@@ -135,7 +135,7 @@ def _one(ctx: Context, node: NodeStats, th: Thresholds) -> Observation:
         advice = (
             f"Node {node.node} ({node.cluster}): {worst}, serial occupancy >= {pct(occ)}, while average CPU "
             f"is {pct(num(node.average_processor_busy_ratio))}. Work is being forced through a serial domain: spread the "
-            "load across >= 4 volumes per aggregate (>= 2; 8 on large controllers) or use a FlexGroup, and "
+            "load across at least 4 volumes per aggregate (8 on large controllers) or use a FlexGroup, and "
             "look for what serialises it (one hot volume, metadata-heavy operations). Confirm with "
             "`sysstat -M 1` or `statistics show -object processor`."
         )

@@ -11,6 +11,8 @@ from sanlens.plan.inputs import parse_ratio
 from sanlens.plan.luns import LunPlan, plan_luns, render_luns
 from sanlens.plan.operations import (
     DISK_TYPES,
+    ONTAP_RAID_TYPES,
+    OTHER_ARRAY,
     PRIORITIES,
     RAID_TYPES,
     DurationPlan,
@@ -21,7 +23,7 @@ from sanlens.plan.operations import (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="plan_kind", metavar="KIND")
+    sub = p.add_subparsers(dest="plan_kind", metavar="KIND", help="what to plan")
     sub.required = True
     lp = sub.add_parser("luns", help="LUNs and volumes for a workload (Little's law, ONTAP ceilings)")
     lp.add_argument("--iops", type=float, required=True, help="total IOPS of the workload (X)")
@@ -31,21 +33,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lp.add_argument("--queue-depth", type=int, default=32, help="per-LUN HBA queue depth Q (default 32)")
     lp.add_argument("--paths", type=int, default=1, help="active paths per LUN P (default 1)")
     lp.add_argument("--hosts", type=int, default=1, help="hosts that map the LUNs H (default 1)")
-    lp.add_argument("--format", choices=["text", "json"], default="text")
-    for op, help_ in (
-        ("rebuild", "time to rebuild one disk"),
-        ("migrate", "time to migrate (and optionally expand) a LUN"),
-        ("bind", "time to bind (zero) a new LUN"),
-    ):
-        op_p = sub.add_parser(op, help=help_)
+    lp.add_argument("--format", choices=["text", "json"], default="text", help="output format")
+    for op, what, help_ in (
+        ("rebuild", "Time to rebuild one disk", "time to rebuild one disk, at an EMC CLARiiON's rates"),
+        ("migrate", "Time to migrate (and optionally expand) a LUN", "time to migrate a LUN, at an EMC CLARiiON's rates"),
+        ("bind", "Time to bind (zero) a new LUN", "time to bind (zero) a new LUN, at an EMC CLARiiON's rate"),
+    ):  # fmt: skip
+        op_p = sub.add_parser(op, help=help_, description=f"{what}. {OTHER_ARRAY}")
         op_p.add_argument("--size-gb", type=float, required=True, help="size in GB (1 GB = 1024 MB)")
-        op_p.add_argument("--priority", required=True, type=str.lower, choices=PRIORITIES)
-        op_p.add_argument("--raid", type=str.lower, choices=RAID_TYPES, default=None)
-        op_p.add_argument("--disk-type", type=str.lower, choices=DISK_TYPES, default=None)
+        op_p.add_argument(
+            "--priority",
+            required=True,
+            type=str.lower,
+            choices=PRIORITIES,
+            help="the CLARiiON's priority"
+            + (
+                "; ONTAP sets raid.reconstruct.perf_impact low, medium or high instead"
+                if op == "rebuild"
+                else ""
+            ),
+        )
+        op_p.add_argument(
+            "--raid",
+            type=str.lower,
+            choices=RAID_TYPES + ONTAP_RAID_TYPES,
+            default=None,
+            help="RAID type: r5, r6 or r10 (the CLARiiON's); raid-dp and raid-tec (ONTAP's) need a --profile "
+            "with their rates",
+        )
+        op_p.add_argument(
+            "--disk-type", type=str.lower, choices=DISK_TYPES, default=None, help="disk type (a time factor)"
+        )
         if op == "migrate":
             op_p.add_argument("--target-size-gb", type=float, default=None, help="expand into a bigger LUN")
         op_p.add_argument("--profile", default=None, help="YAML rate profile merged over the built-in one")
-        op_p.add_argument("--format", choices=["text", "json"], default="text")
+        op_p.add_argument("--format", choices=["text", "json"], default="text", help="output format")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -126,11 +126,13 @@ def plan_luns(
     }
     notes: list[str] = []
     if not new:
-        bigger = plan_luns_ceiling_only(iops, lun_ceiling=LUN_CEILING[1])
-        if bigger < by_ceiling:
+        # the whole plan again at 9.9.1, so the note gives the answer a later release gives
+        later = plan_luns(iops, write_ratio, OntapVersion(9, 9, 1), latency_ms, queue_depth, paths, hosts)
+        if (later.luns, later.volumes) != (luns, volumes):
             notes.append(
-                f"ONTAP {version} is before 9.9.1: from 9.9.1 the per-LUN ceiling rises to 100K IOPS "
-                f"and {bigger} LUN(s) would carry this load."
+                f"ONTAP {version} is before 9.9.1: from 9.9.1 the per-LUN ceiling rises to "
+                f"{LUN_CEILING[1]:,.0f} IOPS and the volume ceiling to {VOLUME_CEILING[1]:,.0f}, and this "
+                f"plan answers {later.luns} LUN(s) on {later.volumes} volume(s)."
             )
     if vols_write > 1 and vols_write >= max(vols_ceiling, vols_luns):
         notes.append("Writes are ≥ 30 % of the load: spread the LUNs over 2 volumes.")
@@ -152,10 +154,6 @@ def plan_luns(
         "hosts": hosts,
     }
     return LunPlan(inputs, steps, luns, volumes, per_volume, port_check, notes)
-
-
-def plan_luns_ceiling_only(iops: float, lun_ceiling: float) -> int:
-    return max(1, math.ceil(iops / (CEILING_USABLE * lun_ceiling)))
 
 
 def render_luns(plan: LunPlan) -> str:

@@ -1,13 +1,15 @@
 """`sanlens plan rebuild|migrate|bind`: a size and a priority turned into a duration.
 
 Rates come from a documented profile (``profiles.yaml``); ``--profile FILE``
-overrides it key by key.
+overrides it key by key. The built-in profile is an EMC CLARiiON's (FLARE 28: RAID 5,
+6 and 10, priorities low to ASAP), not ONTAP's: every answer says so, with what ONTAP
+has instead, and ONTAP's RAID types take a rate only from a profile that gives one.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,22 @@ from sanlens.plan.inputs import PlanError, check_positive
 
 PRIORITIES = ("low", "medium", "high", "asap")
 RAID_TYPES = ("r5", "r6", "r10")
+ONTAP_RAID_TYPES = ("raid-dp", "raid-tec")  # rates only from a --profile that gives them
+BUILT_IN = "clariion-flare28"
+OTHER_ARRAY = (
+    "These rates are an EMC CLARiiON's (FLARE 28: RAID 5, 6 and 10; priorities low, medium, high "
+    "and ASAP), from its white paper, not ONTAP's. For an ONTAP system, time one operation there and "
+    "give its rates with --profile."
+)
+ONTAP_INSTEAD = {
+    "rebuild": "ONTAP reconstructs a RAID-DP (double parity) or RAID-TEC (triple parity) group; the share "
+    "of the node's resources it takes is set per node with `storage raid-options modify -node <node> -name "
+    "raid.reconstruct.perf_impact -value low|medium|high` (default medium; there is no ASAP).",
+    "migrate": "On ONTAP a LUN moves with `lun move start`, or with its volume by `volume move start`, "
+    "at ONTAP's own pace: these priorities are not its options.",
+    "bind": "An ONTAP LUN is not zeroed when it is created (`lun create` returns at once): there is no "
+    "bind time to plan.",
+}
 DISK_TYPES = ("fc15k", "fc10k", "sata", "sas", "ssd")
 MB_PER_GB = 1024.0
 
@@ -82,12 +100,14 @@ class DurationPlan:
     seconds: float
     range_seconds: tuple[float, float] | None
     profile: str
+    notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "plan": self.operation,
             "inputs": self.inputs,
             "profile": self.profile,
+            "notes": self.notes,
             "phases": self.phases,
             "seconds": self.seconds,
             "hours": self.seconds / 3600.0,
@@ -97,6 +117,12 @@ class DurationPlan:
 
 def _factor(sec: dict[str, Any], key: str, name: str | None, option: str) -> float:
     table = sec.get(key) or {}
+    if name in ONTAP_RAID_TYPES and name not in table:
+        raise PlanError(
+            f"--raid {name}: the profile has no rate for ONTAP's {name.upper()}; its rates are an EMC "
+            f"CLARiiON's (RAID 5, 6 and 10). Time a reconstruction on the ONTAP system and give it with "
+            f"--profile (rebuild.rate_mb_s and rebuild.raid_factor.{name})"
+        )
     if name is None or not table:
         return 1.0
     if name not in table:
@@ -168,7 +194,9 @@ def plan_duration(
         "disk_type": disk_type,
         "target_size_gb": target_size_gb,
     }
-    return DurationPlan(operation, inputs, phases, total, rng, str(p.get("profile", "")))
+    name = str(p.get("profile", ""))
+    notes = [OTHER_ARRAY, ONTAP_INSTEAD[operation]] if name == BUILT_IN else []
+    return DurationPlan(operation, inputs, phases, total, rng, name, notes)
 
 
 def _hms(seconds: float) -> str:
@@ -194,4 +222,5 @@ def render_duration(plan: DurationPlan) -> str:
     if plan.range_seconds:
         lo, hi = plan.range_seconds
         lines.append(f"  range over the ASAP rate band: {lo / 3600:.2f} h .. {hi / 3600:.2f} h")
+    lines += [f"Note: {n}" for n in plan.notes]
     return "\n".join(lines) + "\n"

@@ -243,7 +243,7 @@ def check(args: argparse.Namespace) -> Outcome:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = __doc__.split("\n\n", 1)[0] if __doc__ else None
+    p.description = __doc__.split("\n\n", 1)[0].replace("`", "") if __doc__ else None  # plain text
     p.add_argument(
         "--listen",
         default=None,
