@@ -58,6 +58,11 @@ def test_one_iostat_report_says_a_finding_needs_two_intervals_and_what_to_captur
     assert "capture 20 minutes or more, e.g. `iostat -dxt 60 30`" in st["note"]
     _, text = run(capsys, "text", f)
     assert "note: too short to sustain a finding" in text and "iostat -dxt 60 30" in text
+    assert "judged over 1 interval (one per row)" in text
+    assert "none could fire: every input judged was too short to sustain a finding" in text
+    assert "none fired on the subjects" not in text
+    _, page = run(capsys, "html", f)
+    assert "too short to sustain a finding" in page
 
 
 def test_one_sar_interval_says_the_same_with_the_sar_command(

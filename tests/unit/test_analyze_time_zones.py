@@ -66,6 +66,8 @@ def test_inputs_hours_apart_say_so_and_the_zone_joins_them(
     assert f"give --tz=-08:00 (or --input-tz {LUN}=-08:00" in err
     for inp in apart["inputs"]:
         assert any("do not overlap in time, 8 h apart" in w for w in inp["status"]["warnings"])
+    assert main(["analyze", log, str(LUN), "--config", cfg, "--format", "html", "--quiet"]) == 0
+    assert "warning: host and array inputs do not overlap in time, 8 h apart" in capsys.readouterr().out
     for zone in (["--tz", "America/Los_Angeles"], ["--tz=-08:00"], ["--input-tz", f"{LUN}=UTC-8"]):
         joined, err = analyze(capsys, log, str(LUN), "--config", cfg, *zone)
         f = found(joined)["san_oversubscription"]

@@ -469,7 +469,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             render_text(results, out)
             qos_report.render_text(findings.qos, out)
-            diagnoses.render_findings_text(findings, out)
+            judged = [st for r in results if (st := r.input.get("status") or {}).get("evaluated")]
+            too_short = bool(judged) and all(st.get("intervals_needed") for st in judged)
+            diagnoses.render_findings_text(findings, out, too_short=too_short)
     finally:
         if out is not sys.stdout:
             out.close()

@@ -215,15 +215,20 @@ def expected_updates(results: list[Analysis]) -> int:
 MAX_TEXT_SUBJECTS = 20  # subjects listed per diagnosis of an incident in text; JSON has them all
 
 
-def render_findings_text(f: Findings, out: Any) -> None:
-    """The findings grouped by incident (cause, then the symptoms it explains), evidence in human units."""
+def render_findings_text(f: Findings, out: Any, too_short: bool = False) -> None:
+    """The findings grouped by incident (cause, then the symptoms it explains), evidence in human units.
+    ``too_short``: every input judged was too short to sustain a finding, so none could have fired."""
     if not f.diagnoses and not f.evaluated_any:
         out.write("Diagnoses: nothing could be evaluated (see each input's status above).\n\n")
         return
     incs = incidents(f.diagnoses)
     drives = {(h, d): tuple(dr) for h, d, dr, _field in f.host_points if dr}
     out.write(f"Diagnoses: {len(incs)} incident(s), {len(f.diagnoses)} finding(s)\n")
-    if not f.diagnoses:
+    if not f.diagnoses and too_short:
+        out.write(
+            "  none could fire: every input judged was too short to sustain a finding (see its status).\n"
+        )
+    elif not f.diagnoses:
         out.write("  none fired on the subjects that could be judged.\n")
     for k, inc in enumerate(incs, 1):
         lead = inc.lead

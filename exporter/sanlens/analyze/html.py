@@ -453,6 +453,8 @@ def _inputs(results: Sequence[Analysis], zone_of: Mapping[int, Zone]) -> list[st
             details.append(f"<div class=muted>not evaluated: {_e(did)} — {_e(why)}</div>")
         for w in st.get("skipped") or []:
             details.append(f"<div class=muted>skipped: {_e(w)}</div>")
+        for w in st.get("warnings") or []:
+            details.append(f'<div class="st-error">warning: {_e(w)}</div>')
         if st.get("note"):
             details.append(f"<div class=muted>{_e(st['note'])}</div>")
         span = span_text(parse_time(i.get("start")), parse_time(i.get("end")), zone_of.get(n))
