@@ -91,7 +91,8 @@ def test_spec_declarations(did: str) -> None:
     for ev in spec.evidence:
         assert ev.unit, (did, ev.name)
         assert ev.name.endswith(UNIT_SUFFIXES + COUNTS), f"{did}.{ev.name}: the unit belongs in the name"
-        assert bool(ev.quote) or ev.fmt == "number", f"{did}.{ev.name}: a format but no quote"
+        # an unquoted value's format serves only the report, which reads a multiple apart from a share
+        assert bool(ev.quote) or ev.fmt in ("number", "multiple"), f"{did}.{ev.name}: a format but no quote"
 
 
 def test_a_spec_refuses_duplicates_and_unknown_ordered_thresholds() -> None:

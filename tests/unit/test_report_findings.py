@@ -17,7 +17,6 @@ import pytest
 from perfmon_logs import disk_columns, write_log
 from sanlens.analyze.charts import Line, svg_chart
 from sanlens.analyze.evidence_format import (
-    MULTIPLES,
     RUNBOOK_BASE_URL,
     Zone,
     disk_name,
@@ -49,16 +48,26 @@ def test_a_multiple_reads_as_times_and_a_share_as_percent() -> None:
     assert value("lun_iops_ceiling", "lun_ceiling_fraction", 0.5) == "50 %"
 
 
-def test_every_multiple_is_a_declared_ratio() -> None:
-    """The report's list of multiples names evidence the specs declare: a renamed key fails here."""
-    declared = {e.name for spec in REGISTRY.values() for e in spec.evidence if e.unit == "ratio"}
-    assert declared >= MULTIPLES
+def test_every_ratio_of_like_quantities_is_declared_a_multiple() -> None:
+    """A ratio whose name says it divides one thing by a like one (``_to_``, or a latency against its
+    baseline) is declared ``fmt="multiple"`` in its spec, which the report and the alerts read."""
+    multiples = {e.name for spec in REGISTRY.values() for e in spec.evidence if e.fmt == "multiple"}
+    assert {
+        "host_to_array_latency_ratio",
+        "busy_max_to_median_ratio",
+        "latency_ratio",
+        "newest_raid_group_ratio",
+    } <= multiples
+    for spec in REGISTRY.values():
+        for e in spec.evidence:
+            if "_to_" in e.name and e.name.endswith("_ratio"):
+                assert e.fmt == "multiple", (spec.id, e.name)
 
 
 def test_ratios_that_are_no_multiple_read_as_percent() -> None:
     for spec in REGISTRY.values():
         for e in spec.evidence:
-            if e.unit.startswith("ratio") and e.name not in MULTIPLES and "_to_" not in e.name:
+            if e.unit.startswith("ratio") and e.fmt != "multiple":
                 assert value(spec.id, e.name, 0.25).startswith("25 %"), (spec.id, e.name)
 
 

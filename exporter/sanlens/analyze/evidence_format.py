@@ -30,15 +30,6 @@ from sanlens.diagnose.spec import Evidence
 # default as the alert rules' runbook_url).
 RUNBOOK_BASE_URL = "https://github.com/sanlens/sanlens/blob/main/docs/runbooks"
 
-# Ratios of two like quantities (a multiple, 296 times), not a share of a whole (shown in %).
-MULTIPLES = frozenset(
-    {
-        "host_to_array_latency_ratio",  # host latency / LUN latency
-        "busy_max_to_median_ratio",  # busiest disk / median disk
-        "latency_ratio",  # latency / its baseline; R_host / S_array
-        "newest_raid_group_ratio",  # newest RAID group's busy / the older groups'
-    }
-)
 TIMES, DASH, MINUS = "\u00d7", "\u2013", "\u2212"  # the multiplication sign, the en dash of a range, minus
 # evidence units that are plain counts of things
 COUNT_UNITS = frozenset(
@@ -69,7 +60,7 @@ def declared(did: str, key: str) -> Evidence | None:
 def _kind(key: str, ev: Evidence | None) -> str:
     """How a value is shown: seconds, multiple, share, iops, per_second, bytes, count or number."""
     unit = ev.unit if ev else ""
-    if key in MULTIPLES or ("_to_" in key and key.endswith("_ratio")):
+    if ev is not None and ev.fmt == "multiple":  # a ratio of two like quantities, 296x, not a share
         return "multiple"
     if unit.startswith("ratio") or key.endswith(("_ratio", "_fraction")):
         return "share"

@@ -73,7 +73,13 @@ SPEC = DiagnosisSpec(
             "volume latency",
             "duration",
         ),
-        Evidence("latency_ratio", "ratio", "that volume's latency / its baseline", "latency vs baseline"),
+        Evidence(
+            "latency_ratio",
+            "ratio",
+            "that volume's latency / its baseline",
+            "latency vs baseline",
+            "multiple",
+        ),
         Evidence("baseline_latency_seconds", "seconds", "the volume's latency before the operation"),
         Evidence(
             "ontap_disk_seconds",

@@ -68,10 +68,17 @@ SPEC = DiagnosisSpec(
     evidence=(
         Evidence("busy_cv_ratio", "ratio", "stdev / mean of the data disks' busy", "busy CV"),
         Evidence("busy_max_ratio", "ratio", "busy of the busiest data disk", "busiest disk", "percent"),
-        Evidence("busy_max_to_median_ratio", "ratio", "busiest disk / median disk", "max/median busy"),
+        Evidence(
+            "busy_max_to_median_ratio", "ratio", "busiest disk / median disk", "max/median busy", "multiple"
+        ),
         Evidence("disks", "disks", "data disks with a busy value", "disks"),
         Evidence("busy_mean_ratio", "ratio", "mean busy of the data disks"),
-        Evidence("newest_raid_group_ratio", "ratio", "mean busy of the newest RAID group / the older ones"),
+        Evidence(
+            "newest_raid_group_ratio",
+            "ratio",
+            "mean busy of the newest RAID group / the older ones",
+            fmt="multiple",
+        ),
         Evidence(
             "ontap_disk_seconds",
             "seconds",

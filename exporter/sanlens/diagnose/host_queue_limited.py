@@ -144,7 +144,7 @@ SPEC = DiagnosisSpec(
             "LUN count that carries the demand this concurrency would drive",
             "LUNs needed",
         ),
-        Evidence("latency_ratio", "ratio", "R_host / S_array"),
+        Evidence("latency_ratio", "ratio", "R_host / S_array", fmt="multiple"),
         Evidence("latency_gap_seconds", "seconds", "R_host - S_array"),
         Evidence("queue_fill_ratio", "ratio", "N / Q_eff"),
         Evidence("host_iops", "ops/s", "X: reads + writes of the host disk"),

@@ -93,6 +93,7 @@ SPEC = DiagnosisSpec(
             "ratio",
             "IOPS-weighted host latency / LUN latency",
             "host/array latency",
+            "multiple",
         ),
         Evidence(
             "outside_array_seconds",

@@ -15,7 +15,9 @@ from typing import Literal
 
 Direction = Literal["above", "below", "none"]
 # How an alert renders an evidence value (Prometheus humanize functions, see rules/build.py).
-Format = Literal["duration", "percent", "number", "iops"]
+Format = Literal[
+    "duration", "percent", "number", "iops", "multiple"
+]  # multiple: a ratio of like things, 296x
 
 # Hysteresis: a finding leaves only once its values are past 0.9 x the threshold.
 HYSTERESIS = 0.9
