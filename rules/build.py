@@ -59,7 +59,7 @@ _FMT = {
     "percent": "{{ . | first | value | humanizePercentage }}",
     "number": '{{ . | first | value | printf "%.2g" }}',
     "iops": "{{ . | first | value | humanize }}",
-    "multiple": '{{ . | first | value | printf "%.4g×" }}',
+    "multiple": '{{ . | first | value | printf "%.4g\u00d7" }}',  # the multiplication sign
 }
 
 
