@@ -13,7 +13,6 @@ IOPS) and the ONTAP series, grouped by host, node and object in a contents list.
 
 from __future__ import annotations
 
-import html
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -22,7 +21,7 @@ from typing import Any
 
 from sanlens import __version__
 from sanlens.analyze.analysis import Analysis
-from sanlens.analyze.charts import Line, fmt, fmt_unit, svg_chart, utc_text
+from sanlens.analyze.charts import fmt, fmt_unit, utc_text
 from sanlens.analyze.diagnoses import Findings
 from sanlens.analyze.evidence_format import (
     TIMES,
@@ -31,31 +30,32 @@ from sanlens.analyze.evidence_format import (
     disk_name,
     natural_key,
     parse_time,
-    rows,
-    runbook_url,
     span_text,
-    subject_text,
 )
-from sanlens.analyze.evidence_format import value as evidence_value
-from sanlens.analyze.host_intervals import DiskColumn
-from sanlens.analyze.incidents import Group, Incident, incidents
+from sanlens.analyze.html_charts import (
+    HostDisk,
+    Page,
+    anchor_id,
+    disk_charts,
+    esc,
+    host_disks,
+    ontap_order,
+    series_chart,
+    subject_series,
+)
+from sanlens.analyze.html_findings import findings_section
+from sanlens.analyze.incidents import Incident, incidents
 from sanlens.analyze.ontap_series import SeriesStats
 from sanlens.analyze.perfmon_summary import LogSummary
 from sanlens.analyze.qos_report import TITLE as QOS_TITLE
 from sanlens.analyze.qos_report import html_section as qos_section
 from sanlens.analyze.series_units import series_unit
 from sanlens.analyze.time_zones import parse_zone
-from sanlens.analyze.waterfall_report import html_block as waterfall_html
-from sanlens.diagnose.base import SERIAL_DOMAINS
-from sanlens.diagnose.registry import REGISTRY
 from sanlens.errors import SanlensError
-from sanlens.hosts.mapping import DiskMapping
 from sanlens.hosts.perfmon import PerfmonLog, PerfmonParseError
 
 MAX_CHARTS = 60  # ONTAP charts: findings' subjects first, then banded series; all are in the table
 MAX_DISKS = 128  # host disks charted (4 charts each); all are in the table
-MAX_SUBJECT_CHARTS = 3  # subjects of one incident charted (its worst); all are in its table
-MAX_SUBJECT_ROWS = 200  # subjects listed per diagnosis of an incident; JSON has them all
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em;color:#1d2330;background:#fff}
@@ -81,319 +81,6 @@ svg text{font-size:10px;fill:#556}
 .chart{display:inline-block;vertical-align:top;margin:0 .5em .5em 0}a{color:inherit;text-decoration:none}
 h2{break-after:avoid}}
 """
-
-
-def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _id(*parts: str) -> str:
-    return "-".join("".join(c if c.isalnum() else "_" for c in p) for p in parts)
-
-
-# ------------------------------------------------------------------ bands
-def _latency_band(data_class: str = "data") -> tuple[float, float]:
-    lat = REGISTRY["latency_slo"].defaults()
-    return lat[f"{data_class}_warning_seconds"], lat[f"{data_class}_critical_seconds"]
-
-
-def _domain_band() -> tuple[float, float]:
-    cpu = REGISTRY["cpu_domain_serial_bottleneck"].defaults()
-    return 100.0 * cpu["kahuna_warning_ratio"], 100.0 * cpu["serial_critical_ratio"]
-
-
-def _busy_band() -> tuple[float, float]:
-    disk = REGISTRY["disk_busy_imbalance"].defaults()
-    return 100.0 * disk["min_max_busy_ratio"], 100.0 * disk["critical_max_busy_ratio"]
-
-
-def is_domain(s: SeriesStats) -> bool:
-    return s.object in ("system:node", "sysstat") and s.counter.startswith("domain_busy")
-
-
-def band_for(s: SeriesStats) -> tuple[float, float] | None:
-    """The diagnosis thresholds a series is judged against, in its own unit; None when it has none.
-
-    CPU domains: only the serial ones (Kahuna, ...) have a per-core limit; ``idle`` and the
-    parallel domains are never drawn against one."""
-    if is_domain(s):
-        return _domain_band() if s.label.lower() in SERIAL_DOMAINS else None
-    if s.object == "disk:constituent" and s.counter.startswith("disk_busy_percent"):
-        return _busy_band()
-    if s.object in ("lun", "volume") and "latency" in s.counter and s.unit == "seconds":
-        return _latency_band()
-    return None
-
-
-def _ontap_order(s: SeriesStats) -> tuple[int, int, float, str]:
-    """Banded series first, those over their warning first of all; CPU idle always last."""
-    b = band_for(s)
-    idle = 1 if is_domain(s) and s.label.lower() == "idle" else 0
-    over = 2 if b and s.max >= b[0] else (1 if b else 0)
-    spread = (s.max - s.min) / (abs(s.max) + 1e-12) if s.samples else 0.0
-    return (idle, -over, -spread, s.path)
-
-
-def _series_chart(s: SeriesStats) -> str:
-    mean = s.total / s.samples if s.samples else None
-    return (
-        f"<div class=chart><h4>{_e(s.path)}</h4>{svg_chart([Line('', s.points)], s.unit, band_for(s))}"
-        f"<div class=muted>min {_e(fmt_unit(s.min, s.unit))} · mean {_e(fmt_unit(mean, s.unit))} · "
-        f"max {_e(fmt_unit(s.max, s.unit))}</div></div>"
-    )
-
-
-# ------------------------------------------------------------------ host disks
-HostDisk = tuple[str, str]
-
-
-def _host_disks(f: Findings) -> dict[HostDisk, dict[str, list[tuple[float, float]]]]:
-    out: dict[HostDisk, dict[str, list[tuple[float, float]]]] = {}
-    col: DiskColumn
-    for col, pts in f.host_points.items():
-        host, disk, _drives, field = col
-        out.setdefault((host, disk), {})[field] = pts
-    return out
-
-
-def _lun_lines(f: Findings, m: DiskMapping | None) -> list[Line]:
-    """The mapped LUN's read/write latency series, to draw beside the host's."""
-    if m is None or not m.lun:
-        return []
-    out = []
-    for s in f.series:
-        if s.object != "lun" or s.unit != "seconds" or not s.instance.endswith(m.lun):
-            continue
-        if m.svm and ":" in s.instance and not s.instance.startswith(m.svm + ":"):
-            continue
-        if "read" in s.counter and "latency" in s.counter:
-            out.append(Line("LUN read", s.points))
-        elif "write" in s.counter and "latency" in s.counter:
-            out.append(Line("LUN write", s.points))
-    return out
-
-
-def disk_charts(f: Findings, key: HostDisk, fields: dict[str, list[tuple[float, float]]]) -> list[str]:
-    """Latency (with the LUN's), idle, queue (Windows) or mean I/Os in flight (Linux) against Q_eff, and IOPS
-    of one host disk."""
-    m = f.mappings.get(key)
-    data_class = m.data_class if m else "data"
-    charts = []
-    lun = _lun_lines(f, m)
-    lat = [
-        Line(n, fields[k])
-        for k, n in (("read_latency_s", "read"), ("write_latency_s", "write"))
-        if k in fields
-    ]
-    if lat or lun:
-        # host and LUN latency differ by orders of magnitude exactly when the finding matters:
-        # a log axis (labelled so on the chart) keeps the LUN's dashed line off the floor
-        title = f"latency vs LUN {m.lun}" if lun and m else "latency"
-        band = _latency_band(data_class)
-        note = "<div class=muted>host (solid) and LUN (dashed) on one log-scale axis</div>" if lun else ""
-        charts.append(_chart(title, svg_chart(lat + lun, "seconds", band, log=bool(lun)) + note))
-    if "idle_ratio" in fields:
-        charts.append(_chart("% idle time", svg_chart([Line("", fields["idle_ratio"])], "percent")))
-    ref = ("Q_eff", float(m.queue_depth * max(m.paths, 1))) if m else None
-    for name, title in (("queue_length", "current queue length"), ("outstanding_io", "mean I/Os in flight")):
-        if name in fields:
-            charts.append(_chart(title, svg_chart([Line("", fields[name])], "count", None, ref)))
-    iops = [Line(n, fields[k]) for k, n in (("read_iops", "reads"), ("write_iops", "writes")) if k in fields]
-    if iops:
-        charts.append(_chart("IOPS", svg_chart(iops, "iops")))
-    return charts
-
-
-def _chart(title: str, svg: str) -> str:
-    return f"<div class=chart><h4>{_e(title)}</h4>{svg}</div>"
-
-
-# ------------------------------------------------------------------ findings
-class Page:
-    """What every part of the page reads: the findings, drive letters of the disks, the local zone."""
-
-    def __init__(
-        self, f: Findings, disks: dict[HostDisk, Any], ontap: Sequence[SeriesStats], zone: Zone | None
-    ):
-        self.f, self.disks, self.ontap, self.zone = f, disks, ontap, zone
-        self.drives: dict[HostDisk, tuple[str, ...]] = {}
-        for host, disk, drives, _field in f.host_points:
-            if drives:
-                self.drives[(host, disk)] = tuple(drives)
-        self.charted: dict[HostDisk, str] = {}  # disks charted with a finding -> that incident's anchor
-
-    def subject(self, d: Mapping[str, Any]) -> str:
-        subj = d.get("subject") or {}
-        if not isinstance(subj, dict):
-            return str(subj)
-        return subject_text(subj, self.drives.get((subj.get("host", ""), subj.get("disk", "")), ()))
-
-    def span(self, d: Mapping[str, Any]) -> str:
-        text = span_text(parse_time(d.get("since")), parse_time(d.get("until")), self.zone)
-        return text + (" (still active at the end of the data)" if d.get("active_at_end") else "")
-
-
-def _finding_charts(d: dict[str, Any], p: Page) -> list[str]:
-    subj = d.get("subject") or {}
-    host, disk = subj.get("host"), subj.get("disk")
-    if host and disk and (host, disk) in p.disks:
-        return disk_charts(p.f, (host, disk), p.disks[(host, disk)])
-    node, lun, volume = subj.get("node"), subj.get("lun"), subj.get("volume")
-    picked: list[SeriesStats] = []
-    for s in p.ontap:
-        if not band_for(s):
-            continue
-        if lun:
-            hit = s.object == "lun" and s.instance.endswith(lun)
-        elif volume:
-            hit = s.object == "volume" and volume in s.instance
-        else:
-            hit = bool(node) and is_domain(s) and s.instance == node
-        if hit:
-            picked.append(s)
-    return [_series_chart(s) for s in picked[:4]]
-
-
-def _evidence_table(d: Mapping[str, Any]) -> str:
-    ev = d.get("evidence") or {}
-    if not ev:
-        return ""
-    out = ["<table class=ev>"]
-    for r in rows(str(d.get("id")), ev):
-        out.append(
-            f'<tr><th title="evidence {_e(r.key)}">{_e(r.label)}</th><td class=n>{_e(r.value)}</td>'
-            f"<td class=help>{_e(r.help)}</td></tr>"
-        )
-    out.append("</table>")
-    return "".join(out)
-
-
-def _runbook(d: Mapping[str, Any]) -> str:
-    rb = d.get("runbook")
-    if not rb:
-        return ""
-    return (
-        f'<p class="muted">Runbook: <a href="{_e(runbook_url(str(rb)))}">{_e(d.get("title") or rb)}</a></p>'
-    )
-
-
-def _subjects_table(g: Group, p: Page) -> str:
-    """Every subject of one diagnosis in an incident, worst first, with its key evidence."""
-    keys = g.key_evidence()
-    shown = g.findings[:MAX_SUBJECT_ROWS]
-    spans = [p.span(d) for d in shown]
-    same = len(set(spans)) == 1  # one time range for all: said once, not per row
-    head = "".join(f"<th>{_e(r.label)}</th>" for r in rows(g.id, dict.fromkeys(keys, 0.0)))
-    when = "" if same else "<th>when</th>"
-    out = [f"<table class=subjects><tr><th>subject</th><th>severity</th>{when}{head}</tr>"]
-    for d, span in zip(shown, spans, strict=True):
-        ev = d.get("evidence") or {}
-        sev = str(d.get("severity") or "ok")
-        cells = "".join(f"<td class=n>{_e(evidence_value(g.id, k, ev.get(k)))}</td>" for k in keys)
-        at = "" if same else f"<td>{_e(span)}</td>"
-        out.append(
-            f"<tr><td>{_e(p.subject(d))}</td><td class='badge sev-{_e(sev)}'>{_e(sev)}</td>{at}{cells}</tr>"
-        )
-    out.append("</table>")
-    if same:
-        out.append(f"<p class=muted>All {len(shown)} subjects: {_e(spans[0])}.</p>")
-    if len(g.findings) > MAX_SUBJECT_ROWS:
-        out.append(
-            f"<p class=muted>{len(g.findings) - MAX_SUBJECT_ROWS} more subject(s) are in --format json.</p>"
-        )
-    return "".join(out)
-
-
-def _group(g: Group, p: Page, lead: bool) -> list[str]:
-    """One diagnosis of an incident: its worst subject in full, every subject in a table."""
-    d = g.worst
-    n = len(g.findings)
-    role = "cause" if g.role == "cause" else "symptom"
-    out = [f'<div class="diag {role} sev-{_e(g.severity)}" data-diagnosis="{_e(g.id)}" data-role="{role}">']
-    many = f" on {n} subjects" if n > 1 else ""
-    title = f"<b>{_e(g.title)}</b>" if not lead else ""
-    out.append(
-        f"<p><span class=role>{'cause' if role == 'cause' else 'symptom'}</span> {title} "
-        f'<span class="badge sev-{_e(g.severity)}">{_e(g.severity)}</span>{_e(many)}</p>'
-    )
-    worst = "Worst: " if n > 1 else ""
-    out.append(f"<p>{_e(worst)}<b>{_e(p.subject(d))}</b> · {_e(p.span(d))}</p>")
-    if d.get("recommendation"):
-        out.append(f"<p><b>What to do:</b> {_e(d['recommendation'])}</p>")
-    out.append(_evidence_table(d))
-    if lead:  # a symptom's waterfall is its cause's, shown above
-        out.append(waterfall_html(d.get("waterfall")))
-    if n > 1:
-        out.append(_subjects_table(g, p))
-    out.append(_runbook(d))
-    out.append("</div>")
-    return out
-
-
-def _incident_charts(inc: Incident, p: Page, anchor: str) -> list[str]:
-    """Charts of the incident's worst few subjects, each subject once (a symptom on a charted disk is not redrawn)."""
-    out: list[str] = []
-    seen: set[str] = set()
-    for d in sorted(
-        inc.findings, key=lambda d: (-int(d.get("state") or 0), 0 if d.get("role") != "symptom" else 1)
-    ):
-        name = p.subject(d)
-        if name in seen or len(seen) >= MAX_SUBJECT_CHARTS:
-            continue
-        charts = _finding_charts(d, p)
-        if not charts:
-            continue
-        seen.add(name)
-        subj = d.get("subject") or {}
-        if subj.get("host") and subj.get("disk"):
-            p.charted.setdefault((subj["host"], subj["disk"]), anchor)
-        out.append(f"<h4>{_e(name)}</h4><div class=charts>{''.join(charts)}</div>")
-    subjects = len({p.subject(d) for d in inc.findings})
-    if out and subjects > len(seen):
-        out.append(
-            f"<p class=muted>Charts of the worst {len(seen)} of {subjects} subjects; every subject is in the tables.</p>"
-        )
-    return out
-
-
-def _findings(f: Findings, p: Page, incs: Sequence[Incident]) -> list[str]:
-    n = len(f.diagnoses)
-    out = [f'<h2 id="diagnoses">Findings: {len(incs)} incident(s), {n} finding(s)</h2>']
-    if not f.diagnoses:
-        if f.evaluated_any:
-            out.append(
-                "<p>No diagnosis fired on the subjects that could be judged (see the inputs below).</p>"
-            )
-        else:
-            out.append(
-                '<p class="st-nothing">Nothing could be evaluated: no input had the counters any diagnosis needs.</p>'
-            )
-    for k, inc in enumerate(incs, 1):
-        anchor = f"incident-{k}"
-        lead = inc.lead
-        subjects = len({p.subject(d) for d in lead.findings})
-        on = f" on {subjects} subjects" if subjects > 1 else f" · {p.subject(lead.worst)}"
-        out.append(
-            f'<section class="incident sev-{_e(inc.severity)}" id="{anchor}" data-incident="{_e(inc.key)}">'
-        )
-        out.append(
-            f"<h3>{k}. {_e(lead.title)} — <span class='badge sev-{_e(inc.severity)}'>{_e(inc.severity)}</span>"
-            f"{_e(on)}</h3>"
-        )
-        if inc.causes and inc.symptoms:
-            names = ", ".join(f"{g.title} ({len(g.findings)})" for g in inc.symptoms)
-            out.append(f"<p class=muted>Explains: {_e(names)}.</p>")
-        elif not inc.causes:
-            out.append("<p class=muted>No cause on its I/O path explains it in these captures.</p>")
-        out += _group(lead, p, lead=True)
-        out += _incident_charts(inc, p, anchor)
-        rest = [g for g in inc.groups if g is not lead]
-        if rest and inc.causes:
-            out.append("<h4>Symptoms this cause explains</h4>")
-        for g in rest:
-            out += _group(g, p, lead=False)
-        out.append("</section>")
-    return out
 
 
 # ------------------------------------------------------------------ inputs
@@ -440,27 +127,27 @@ def _inputs(results: Sequence[Analysis], zone_of: Mapping[int, Zone]) -> list[st
         state = st.get("state", "")
         cls = {"error": "st-error", "nothing judged": "st-nothing"}.get(state, "")
         details: list[str] = []
-        details += [f'<div class="st-error">error: {_e(e)}</div>' for e in st.get("errors") or []]
+        details += [f'<div class="st-error">error: {esc(e)}</div>' for e in st.get("errors") or []]
         if st.get("evaluated"):
-            details.append(f"<div>evaluated: {_e(', '.join(st['evaluated']))}</div>")
+            details.append(f"<div>evaluated: {esc(', '.join(st['evaluated']))}</div>")
         if st.get("analysis_intervals"):
             width = st.get("analysis_interval_seconds")
             each = f" of {fmt(width)} s (averaged rows)" if width else " (one per row)"
             details.append(
-                f"<div class=muted>judged over {st['analysis_intervals']} intervals{_e(each)}, reader {_e(st.get('reader'))}</div>"
+                f"<div class=muted>judged over {st['analysis_intervals']} intervals{esc(each)}, reader {esc(st.get('reader'))}</div>"
             )
         for did, why in (st.get("not_evaluated") or {}).items():
-            details.append(f"<div class=muted>not evaluated: {_e(did)} — {_e(why)}</div>")
+            details.append(f"<div class=muted>not evaluated: {esc(did)} — {esc(why)}</div>")
         for w in st.get("skipped") or []:
-            details.append(f"<div class=muted>skipped: {_e(w)}</div>")
+            details.append(f"<div class=muted>skipped: {esc(w)}</div>")
         for w in st.get("warnings") or []:
-            details.append(f'<div class="st-error">warning: {_e(w)}</div>')
+            details.append(f'<div class="st-error">warning: {esc(w)}</div>')
         if st.get("note"):
-            details.append(f"<div class=muted>{_e(st['note'])}</div>")
+            details.append(f"<div class=muted>{esc(st['note'])}</div>")
         span = span_text(parse_time(i.get("start")), parse_time(i.get("end")), zone_of.get(n))
         out.append(
-            f"<tr><td>{_e(i.get('path'))}</td><td>{_e(i.get('kind'))}</td><td class=n>{_e(i.get('samples'))}</td>"
-            f"<td>{_e(span)}</td><td class='{cls}'>{_e(state)}</td><td>{''.join(details)}</td></tr>"
+            f"<tr><td>{esc(i.get('path'))}</td><td>{esc(i.get('kind'))}</td><td class=n>{esc(i.get('samples'))}</td>"
+            f"<td>{esc(span)}</td><td class='{cls}'>{esc(state)}</td><td>{''.join(details)}</td></tr>"
         )
     out.append("</table>")
     return out
@@ -501,7 +188,7 @@ def _banner(results: Sequence[Analysis], f: Findings, incs: Sequence[Incident]) 
     if nothing:
         extra.append(f"{len(nothing)} input(s) let nothing be judged")
     more = (" " + "; ".join(extra) + " (see Inputs).") if extra else ""
-    out = f'<div class="banner {cls}" id="summary">{_e(text)}{_e(more)}'
+    out = f'<div class="banner {cls}" id="summary">{esc(text)}{esc(more)}'
     if incs:
         out += "<ol class=top>"
         for k, inc in enumerate(incs[:5], 1):
@@ -513,8 +200,8 @@ def _banner(results: Sequence[Analysis], f: Findings, incs: Sequence[Incident]) 
                 else ""
             )
             out += (
-                f'<li><a href="#incident-{k}">{_e(lead.title)}</a> — {_e(inc.severity)}, '
-                f"{n} subject(s){_e(also)}</li>"
+                f'<li><a href="#incident-{k}">{esc(lead.title)}</a> — {esc(inc.severity)}, '
+                f"{n} subject(s){esc(also)}</li>"
             )
         out += "</ol>"
     return out + "</div>"
@@ -567,10 +254,10 @@ def title(results: Sequence[Analysis], f: Findings, zone: Zone | None) -> tuple[
 
 # ------------------------------------------------------------------ page
 def render_html(results: Sequence[Analysis], findings: Findings) -> str:
-    disks = _host_disks(findings)
+    disks = host_disks(findings)
     disk_keys = sorted(disks, key=lambda k: (natural_key(k[0]), natural_key(k[1])))
-    ontap = sorted((s for s in findings.series if s.samples), key=_ontap_order)
-    wanted = {id(s) for d in findings.diagnoses for s in ontap if s in _subject_series(d, ontap)}
+    ontap = sorted((s for s in findings.series if s.samples), key=ontap_order)
+    wanted = {id(s) for d in findings.diagnoses for s in ontap if s in subject_series(d, ontap)}
     charted = [s for s in ontap if id(s) in wanted] + [s for s in ontap if id(s) not in wanted]
     charted = charted[:MAX_CHARTS]
     groups = _ontap_groups(charted)
@@ -579,16 +266,16 @@ def render_html(results: Sequence[Analysis], findings: Findings) -> str:
     page = Page(findings, disks, ontap, zone)
     incs = incidents(findings.diagnoses)
     heading, span = title(results, findings, zone)
-    body = _findings(findings, page, incs)  # first: it notes which disks its charts show
+    body = findings_section(findings, page, incs)  # first: it notes which disks its charts show
     out: list[str] = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(heading)}{_e(' · ' + span if span != '-' else '')} · sanlens</title>",
+        f"<title>{esc(heading)}{esc(' · ' + span if span != '-' else '')} · sanlens</title>",
         f"<style>{CSS}</style></head><body>",
-        f"<h1>{_e(heading)}</h1>",
-        f'<p class="range"><b>{_e(span if span != "-" else "no time in the inputs")}</b></p>',
-        f'<p class="muted">sanlens {_e(__version__)} analyze · generated {_e(utc_text(time.time()))} UTC · '
+        f"<h1>{esc(heading)}</h1>",
+        f'<p class="range"><b>{esc(span if span != "-" else "no time in the inputs")}</b></p>',
+        f'<p class="muted">sanlens {esc(__version__)} analyze · generated {esc(utc_text(time.time()))} UTC · '
         f"{len(results)} input(s)</p>",
         _banner(results, findings, incs),
         _contents(disk_keys, groups, findings, incs, page),
@@ -603,8 +290,8 @@ def render_html(results: Sequence[Analysis], findings: Findings) -> str:
             f'<h2 id="ontap">ONTAP series ({len(ontap)} cooked, {len(charted)} charted; all are in the table)</h2>'
         )
         for gtitle, anchor, series in groups:
-            out.append(f'<h3 id="{anchor}">{_e(gtitle)}</h3><div class=charts>')
-            out += [_series_chart(s) for s in series]
+            out.append(f'<h3 id="{anchor}">{esc(gtitle)}</h3><div class=charts>')
+            out += [series_chart(s) for s in series]
             out.append("</div>")
     out += _table(results)
     out.append("</body></html>\n")
@@ -627,7 +314,7 @@ def _host_section(disk_keys: Sequence[HostDisk], disks: dict[HostDisk, Any], p: 
         f"{len(shown)} below)</h2>"
     ]
     for host in sorted({h for h, _ in disk_keys}, key=natural_key):
-        out.append(f'<h3 id="{_id("host", host)}">{_e(host)}</h3>')
+        out.append(f'<h3 id="{anchor_id("host", host)}">{esc(host)}</h3>')
         out.append(
             "<table class=subjects><tr><th>disk</th><th>LUN</th><th>Q_eff</th><th>worst finding</th><th>charts</th></tr>"
         )
@@ -643,11 +330,11 @@ def _host_section(disk_keys: Sequence[HostDisk], disks: dict[HostDisk, Any], p: 
             link = (
                 f'<a href="#{anchor}">with its finding</a>'
                 if anchor
-                else (f'<a href="#{_id("disk", h, disk)}">below</a>' if (h, disk) in shown else "-")
+                else (f'<a href="#{anchor_id("disk", h, disk)}">below</a>' if (h, disk) in shown else "-")
             )
             out.append(
-                f"<tr><td>{_e(disk_name(disk, p.drives.get((h, disk), ())))}</td><td>{_e(lun)}</td><td>{_e(q)}</td>"
-                f'<td class="badge sev-{sev}">{_e(f"{sev}: {what}" if sev else "none")}</td><td>{link}</td></tr>'
+                f"<tr><td>{esc(disk_name(disk, p.drives.get((h, disk), ())))}</td><td>{esc(lun)}</td><td>{esc(q)}</td>"
+                f'<td class="badge sev-{sev}">{esc(f"{sev}: {what}" if sev else "none")}</td><td>{link}</td></tr>'
             )
         out.append("</table>")
         for h, disk in shown:
@@ -656,20 +343,9 @@ def _host_section(disk_keys: Sequence[HostDisk], disks: dict[HostDisk, Any], p: 
             m = f.mappings.get((h, disk))
             where = f" → LUN {m.svm}:{m.lun}" if m and m.lun else ""
             name = disk_name(disk, p.drives.get((h, disk), ()))
-            out.append(f'<h4 id="{_id("disk", h, disk)}">{_e(name)}{_e(where)}</h4>')
+            out.append(f'<h4 id="{anchor_id("disk", h, disk)}">{esc(name)}{esc(where)}</h4>')
             out.append("<div class=charts>" + "".join(disk_charts(f, (h, disk), disks[(h, disk)])) + "</div>")
     return out
-
-
-def _subject_series(d: dict[str, Any], ontap: Sequence[SeriesStats]) -> list[SeriesStats]:
-    subj = d.get("subject") or {}
-    node, lun = subj.get("node"), subj.get("lun")
-    return [
-        s
-        for s in ontap
-        if (lun and s.object == "lun" and s.instance.endswith(lun))
-        or (node and is_domain(s) and s.instance == node)
-    ]
 
 
 def _ontap_groups(series: Sequence[SeriesStats]) -> list[tuple[str, str, list[SeriesStats]]]:
@@ -683,7 +359,7 @@ def _ontap_groups(series: Sequence[SeriesStats]) -> list[tuple[str, str, list[Se
         else:
             key = (2, f"{s.object}")
         groups.setdefault(key, []).append(s)
-    return [(title, _id("ontap", title), groups[(rank, title)]) for rank, title in sorted(groups)]
+    return [(title, anchor_id("ontap", title), groups[(rank, title)]) for rank, title in sorted(groups)]
 
 
 def _contents(
@@ -699,16 +375,16 @@ def _contents(
     ]
     out.append('<li><a href="#inputs">Inputs and what could be judged</a></li>')
     if f.qos.workloads or f.qos.totals:
-        out.append(f'<li><a href="#qos">{_e(QOS_TITLE)}</a></li>')
+        out.append(f'<li><a href="#qos">{esc(QOS_TITLE)}</a></li>')
     if disk_keys:
         out.append('<li><a href="#hosts">Host disks</a><ul>')
         for host in sorted({h for h, _ in disk_keys}, key=natural_key):
             n = sum(1 for h, _d in disk_keys if h == host)
-            out.append(f'<li><a href="#{_id("host", host)}">{_e(host)}</a>: {n} disk(s)</li>')
+            out.append(f'<li><a href="#{anchor_id("host", host)}">{esc(host)}</a>: {n} disk(s)</li>')
         out.append("</ul></li>")
     if groups:
         out.append('<li><a href="#ontap">ONTAP</a><ul>')
-        out += [f'<li><a href="#{anchor}">{_e(title)}</a></li>' for title, anchor, _s in groups]
+        out += [f'<li><a href="#{anchor}">{esc(title)}</a></li>' for title, anchor, _s in groups]
         out.append("</ul></li>")
     out.append('<li><a href="#series">All series</a></li></ul></nav>')
     return "".join(out)
@@ -725,9 +401,9 @@ def _table(results: Sequence[Analysis]) -> list[str]:
     for path, sj in series_rows:
         unit = series_unit(sj)
         unit = "" if unit == "count" else unit  # a queue length is a plain number
-        cells = [_e(fmt_unit(sj.get(k), unit)) for k in ("min", "mean", "p95", "p99", "max")]
+        cells = [esc(fmt_unit(sj.get(k), unit)) for k in ("min", "mean", "p95", "p99", "max")]
         out.append(
-            f"<tr><td>{_e(sj.get('path'))}</td><td class=muted>{_e(path)}</td><td class=n>{_e(sj.get('samples'))}</td>"
+            f"<tr><td>{esc(sj.get('path'))}</td><td class=muted>{esc(path)}</td><td class=n>{esc(sj.get('samples'))}</td>"
             + "".join(f"<td class=n>{c}</td>" for c in cells)
             + "</tr>"
         )
