@@ -464,6 +464,7 @@ class Harness:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.processes: list[ManagedProcess] = []
         self._cleanups: list[tuple[str, Callable[[], None]]] = []
+        self._taken: set[str] = set()
 
     # -- lifecycle
     def __enter__(self) -> Harness:
@@ -494,10 +495,25 @@ class Harness:
         return "\n".join(parts) if parts else "(no processes)"
 
     def spawn(self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None) -> ManagedProcess:
-        proc = ManagedProcess(name, argv, self.workdir / f"{name}.log", env=env)
+        proc = ManagedProcess(name, argv, self.fresh(f"{name}.log"), env=env)
         self.processes.append(proc)
         self.add_cleanup(name, proc.stop)
         return proc
+
+    def fresh(self, name: str) -> Path:
+        """A path in the work dir that no earlier start took: ``prometheus-data``, then ``prometheus-data-2``.
+
+        A second Prometheus (or Alertmanager) in one test must not share the first's data dir,
+        config or log: the Debian build takes no lock on its TSDB, two writers of one WAL and head
+        chunks crash each other, and a reused log name truncates the first process's log."""
+        stem, dot, ext = name.partition(".")
+        n = 1
+        candidate = name
+        while candidate in self._taken:
+            n += 1
+            candidate = f"{stem}-{n}{dot}{ext}"
+        self._taken.add(candidate)
+        return self.path(candidate)
 
     def path(self, name: str) -> Path:
         p = self.workdir / name
@@ -576,7 +592,7 @@ class Harness:
         a Prometheus that the exporter itself reads must know it first)."""
         port = port or free_port()
         cfg = exporter_config(sim, f"{LOOPBACK}:{port}", ontap_interval, host_interval, sustain_scale, extra)
-        path = self.write("sanlens.yaml", cfg)
+        path = self.write(self.fresh("sanlens.yaml").name, cfg)
         proc = self.spawn(
             "exporter", [sys.executable, "-m", "sanlens", "serve", "--config", str(path)], env=_py_env()
         )
@@ -624,8 +640,8 @@ class Harness:
     ) -> AlertmanagerHandle:
         binary = find_alertmanager()
         port = free_port()
-        path = self.write("alertmanager.yml", config)
-        data = self.path("alertmanager-data")
+        path = self.write(self.fresh("alertmanager.yml").name, config)
+        data = self.fresh("alertmanager-data")
         data.mkdir(exist_ok=True)
         proc = self.spawn(
             "alertmanager",
@@ -684,8 +700,8 @@ class Harness:
                     {"api_version": "v2", "static_configs": [{"targets": [alertmanager.address]}]}
                 ]
             }
-        path = self.write("prometheus.yml", cfg)
-        data = self.path("prometheus-data")
+        path = self.write(self.fresh("prometheus.yml").name, cfg)
+        data = self.fresh("prometheus-data")
         data.mkdir(exist_ok=True)
         proc = self.spawn(
             "prometheus",
