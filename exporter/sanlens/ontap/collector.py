@@ -103,6 +103,7 @@ class OntapSource:
         every = 3 * self.interval if target.qos_interval is None else float(target.qos_interval)
         self.qos = qos_views.QosState(every, self.interval / 2)
         self.qos_reader = QosReader(self.name)
+        self._qos_inventory_at = -INVENTORY_EVERY  # when the QoS workloads were last read in full
         self._qos_missing: set[str] = set()  # QoS tables the cluster lacks, as the last QoS read found
 
     def close(self) -> None:
@@ -140,7 +141,8 @@ class OntapSource:
                 "%s: ONTAP version changed from %s to %s; re-reading counter schemas and inventory",
                 self.name, self.version, version,
             )  # fmt: skip
-        if self.version is None or upgraded or now - self._inventory_at >= INVENTORY_EVERY:
+        full = self.version is None or upgraded or now - self._inventory_at >= INVENTORY_EVERY
+        if full:
             self.version = version
             was = self.caps.personality
             self.caps.personality = personality(self.client)
@@ -164,6 +166,7 @@ class OntapSource:
             self._fallback,
             self.caps,
             _release(version),
+            full,
         )
         polled = [t for t in self.target.tables if not self.specs[t].schedule]
         tables = {} if self._fallback else {t: self._pool.submit(self._table_rows, t) for t in polled}
@@ -216,8 +219,8 @@ class OntapSource:
             self.qos_reader.start(lambda: self._read_qos(qos_tables, _release(version), now))
 
     def _read_qos(self, tables: list[str], release: str, started: float) -> QosRead:
-        """One QoS read, on the QoS reader's thread: the workloads and policies, then each table."""
-        fetch_qos(self.client, self.inventory, self.caps, release)
+        """One QoS read, on the QoS reader's thread: each table, then the policies, and the workloads
+        when a full inventory read is due, none is held, or a row names a workload they lack."""
         out = QosRead(started)
         for table in tables:
             try:
@@ -226,6 +229,15 @@ class OntapSource:
                 out.missing[table] = e
                 continue
             out.fetched_at[table] = self.clock()
+        inv = self.inventory
+        workloads = (
+            started - self._qos_inventory_at >= INVENTORY_EVERY
+            or not inv.qos_workloads
+            or qos_views.unknown_workload(inv, out.rows)
+        )
+        fetch_qos(self.client, inv, self.caps, release, workloads)
+        if workloads:
+            self._qos_inventory_at = started
         return out
 
     def qos_pending(self) -> bool:

@@ -1,8 +1,9 @@
 """Cluster inventory from the ONTAP REST collections.
 
 Inventory gives the counters their meaning: which aggregate a volume lives on,
-which disks form the newest RAID group, which LUN serial the hosts see. RAID and
-volume-move state change minute to minute, so they are refreshed every poll.
+which disks form the newest RAID group, which LUN serial the hosts see. Everything is read
+in full every few minutes; RAID and volume-move state, which matter the minute they change,
+are read every poll by change: the volumes moving and the aggregates with a sign of change.
 """
 
 from __future__ import annotations
@@ -12,18 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens.model import BackgroundOp, LunIdentity
+from sanlens.ontap import raid_state
 from sanlens.ontap.capabilities import ASA_R2, UNIFIED, Capabilities
 from sanlens.ontap.client import OntapClient, OntapNotFound
-
-
-def _g(rec: Mapping[str, Any], path: str, default: Any = "") -> Any:
-    """``a.b.c`` of a decoded record, ``default`` where a level is missing or not an object."""
-    cur: Any = rec
-    for part in path.split("."):
-        if type(cur) is not dict and not isinstance(cur, Mapping):  # decoded JSON: dicts (no ABC check)
-            return default
-        cur = cur.get(part)
-    return default if cur is None else cur
+from sanlens.ontap.records import get_path as _g
 
 
 @dataclass
@@ -50,6 +43,8 @@ class Inventory:
     qos_workloads: dict[str, dict[str, str]] = field(default_factory=dict)
     qos_policies: list[dict[str, Any]] = field(default_factory=list)
     personality: str = UNIFIED
+    moving: set[tuple[str, str]] = field(default_factory=set)  # volumes with a move state at the last read
+    raid: dict[str, raid_state.AggregateRaid] = field(default_factory=dict)  # aggregate -> its plexes' state
 
 
 def _thin(requested: object) -> bool | None:
@@ -166,6 +161,23 @@ def _disks(client: OntapClient) -> dict[str, dict[str, str]]:
     }
 
 
+def _volume_info(r: Mapping[str, Any]) -> dict[str, Any]:
+    aggrs = r.get("aggregates") or []
+    return {
+        "uuid": str(r.get("uuid", "")),
+        "aggregate": str(aggrs[0].get("name", "")) if aggrs and isinstance(aggrs[0], Mapping) else "",
+        "style": str(r.get("style", "")),
+        "move_state": str(_g(r, "movement.state")),
+        "move_percent": _g(r, "movement.percent_complete", None),
+        "size": _g(r, "space.size", None),
+        "available": _g(r, "space.available", None),
+    }
+
+
+def _volume_key(r: Mapping[str, Any]) -> tuple[str, str]:
+    return (str(_g(r, "svm.name")), str(r.get("name", "")))
+
+
 def fetch_dynamic(
     client: OntapClient,
     inv: Inventory,
@@ -173,59 +185,25 @@ def fetch_dynamic(
     with_stats: bool,
     caps: Capabilities | None = None,
     release: str = "",
+    full: bool = True,
 ) -> list[dict[str, Any]]:
-    """Volumes (with move state) and every aggregate's plexes (RAID state): fresh each poll.
+    """Volumes (with move state), every aggregate's RAID state, FC ports, SAN LIFs and their ports.
 
-    Returns the raw volume records so the statistics path can read their ``statistics``.
+    ``full`` reads every volume and every aggregate's plexes. Otherwise only what changed is read
+    (:func:`_volume_changes`, :mod:`sanlens.ontap.raid_state`); a volume's space is then as the last
+    full read found it. The statistics path reads every volume each poll for its ``statistics``.
+    Returns the volume records read, so the statistics path can read their ``statistics``.
     """
-    fields = VOLUME_FIELDS + (",statistics" if with_stats else "")
-    vol_recs = list(client.records("/api/storage/volumes", {"fields": fields}))
-    inv.volumes = {}
-    for r in vol_recs:
-        aggrs = r.get("aggregates") or []
-        inv.volumes[(str(_g(r, "svm.name")), str(r.get("name", "")))] = {
-            "aggregate": str(aggrs[0].get("name", "")) if aggrs else "",
-            "style": str(r.get("style", "")),
-            "move_state": str(_g(r, "movement.state")),
-            "move_percent": _g(r, "movement.percent_complete", None),
-            "size": _g(r, "space.size", None),
-            "available": _g(r, "space.available", None),
-        }
-    ops: list[BackgroundOp] = []
-    raid_of: dict[str, str] = {}
-    position: dict[str, str] = {}
-    degraded: dict[str, int] = {}
     caps = caps or Capabilities(cluster)
-    for aggr, info in inv.aggregates.items():
-        if not info["uuid"]:
-            continue
-        path = f"/api/storage/aggregates/{info['uuid']}/plexes"
-
-        def read(path: str = path) -> list[dict[str, Any]]:
-            return list(client.records(path, {"fields": "name,raid_groups,resync"}))
-
-        no_plexes: list[dict[str, Any]] = []
-        plexes = caps.optional("/api/storage/aggregates/{uuid}/plexes", read, no_plexes, release)
-        for plex in plexes:
-            pname = str(plex.get("name", "plex0"))
-            if _g(plex, "resync.active", False):
-                ops.append(BackgroundOp(cluster, "resync", aggr, raid_group=f"/{aggr}/{pname}",
-                                        percent=float(_g(plex, "resync.percent", 0))))  # fmt: skip
-            for rg in plex.get("raid_groups") or []:
-                path = f"/{aggr}/{pname}/{rg.get('name', '')}"
-                if _g(rg, "degraded", False) is True:
-                    degraded[aggr] = degraded.get(aggr, 0) + 1
-                for d in rg.get("disks") or []:
-                    raid_of[str(_g(d, "disk.name"))] = path
-                    position[str(_g(d, "disk.name"))] = str(d.get("position") or "")
-                for key, op in (("reconstruct", "reconstruct"), ("recomputing_parity", "recompute_parity")):
-                    if _g(rg, f"{key}.active", False):
-                        ops.append(BackgroundOp(cluster, op, aggr, raid_group=path,  # type: ignore[arg-type]
-                                                percent=float(_g(rg, f"{key}.percent", 0))))  # fmt: skip
-    inv.raid_ops = ops
-    inv.disk_raid_group = raid_of
-    inv.disk_position = position
-    inv.degraded_raid_groups = degraded
+    by_change = not full and not with_stats and bool(inv.volumes)
+    if by_change:
+        vol_recs = _volume_changes(client, inv)
+    else:
+        fields = VOLUME_FIELDS + (",statistics" if with_stats else "")
+        vol_recs = list(client.records("/api/storage/volumes", {"fields": fields}))
+        inv.volumes = {_volume_key(r): _volume_info(r) for r in vol_recs}
+    inv.moving = {k for k, i in inv.volumes.items() if i["move_state"]}
+    _raid(client, inv, cluster, caps, release, by_change)
     inv.fc_ports = fetch_fc_ports(client)
     inv.ip_lifs = caps.optional("/api/network/ip/interfaces", lambda: _ip_lifs(client), {}, release)
     inv.eth_ports = (
@@ -234,6 +212,57 @@ def fetch_dynamic(
         else {}
     )
     return vol_recs
+
+
+def _volume_changes(client: OntapClient, inv: Inventory) -> list[dict[str, Any]]:
+    """The volumes moving now, and those that were moving at the last read (to see a move end and
+    the volume on its new aggregate): two filtered requests instead of every volume.
+
+    ``movement.state=!"-"`` asks for volumes with a move state, ONTAP's notation for a value that is
+    not empty (as NetApp Harvest filters its KeyPerf volumes on ``statistics.timestamp``)."""
+    recs = list(client.records("/api/storage/volumes", {"fields": VOLUME_FIELDS, "movement.state": '!"-"'}))
+    seen = {_volume_key(r) for r in recs}
+    ended = [inv.volumes[k]["uuid"] for k in sorted(inv.moving - seen) if inv.volumes.get(k, {}).get("uuid")]
+    if ended:
+        recs += list(
+            client.records("/api/storage/volumes", {"fields": VOLUME_FIELDS, "uuid": "|".join(ended)})
+        )
+    volumes = dict(inv.volumes)  # a new mapping: the last poll's view keeps the one it was built from
+    for r in recs:
+        volumes[_volume_key(r)] = _volume_info(r)
+    listed = {_volume_key(r) for r in recs}
+    for k in inv.moving - listed:  # was moving, now listed by neither request: deleted, or no move state
+        if k in volumes:
+            volumes[k] = {**volumes[k], "move_state": "", "move_percent": None}
+    inv.volumes = volumes
+    return recs
+
+
+def _raid(
+    client: OntapClient, inv: Inventory, cluster: str, caps: Capabilities, release: str, by_change: bool
+) -> None:
+    """Every aggregate's RAID state; by change, only the aggregates with a sign of one are read."""
+    which: set[str] = set(inv.aggregates)
+    if by_change and inv.aggregates:
+        inv.aggregates = caps.optional(
+            "/api/storage/aggregates", lambda: _aggregates(client), inv.aggregates, release
+        )
+        unsteady = caps.optional(
+            "/api/storage/disks",
+            lambda: list(client.records("/api/storage/disks", raid_state.UNSTEADY_DISK_QUERY)),
+            None,
+            release,
+        )
+        which = raid_state.to_reread(inv.aggregates, inv.raid, unsteady)
+
+    def read(aggr: str) -> raid_state.AggregateRaid:
+        return raid_state.read_aggregate(client, cluster, aggr, inv.aggregates[aggr], caps, release)
+
+    inv.raid = raid_state.refresh(read, inv.aggregates, inv.raid, which)
+    inv.raid_ops = [op for r in inv.raid.values() for op in r.ops]
+    inv.disk_raid_group = {d: g for r in inv.raid.values() for d, g in r.raid_group_of.items()}
+    inv.disk_position = {d: p for r in inv.raid.values() for d, p in r.position_of.items()}
+    inv.degraded_raid_groups = {a: r.degraded for a, r in inv.raid.items() if r.degraded}
 
 
 def _ip_lifs(client: OntapClient) -> dict[tuple[str, str], dict[str, Any]]:
@@ -286,10 +315,15 @@ def fetch_fc_ports(client: OntapClient) -> dict[tuple[str, str], dict[str, Any]]
     return out
 
 
-def fetch_qos(client: OntapClient, inv: Inventory, caps: Capabilities, release: str = "") -> None:
-    """QoS workloads and policies, on the QoS schedule. Either may be refused (an older release, a
-    role without QoS): then only what needs it is lost, and the refusal is reported as any other."""
-    inv.qos_workloads = caps.optional(QOS_WORKLOADS, lambda: _qos_workloads(client), {}, release)
+def fetch_qos(
+    client: OntapClient, inv: Inventory, caps: Capabilities, release: str = "", workloads: bool = True
+) -> None:
+    """QoS policies and (``workloads``) workloads, on the QoS schedule. Either may be refused (an older
+    release, a role without QoS): then only what needs it is lost, and the refusal is reported as any
+    other. Policies are a few records and their ceilings are what an engineer edits: read every time;
+    workloads are one per volume and LUN: read when the caller finds them due or incomplete."""
+    if workloads:
+        inv.qos_workloads = caps.optional(QOS_WORKLOADS, lambda: _qos_workloads(client), {}, release)
     no_policies: list[dict[str, Any]] = []
     inv.qos_policies = caps.optional(
         QOS_POLICIES,

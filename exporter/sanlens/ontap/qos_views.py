@@ -110,6 +110,16 @@ def workload_name(row: CounterRow) -> str:
     return row.properties.get("name") or row.instance.rsplit(":", 1)[0]
 
 
+def unknown_workload(inv: Inventory, rows: Mapping[str, list[CounterRow]]) -> bool:
+    """Whether a row of the QoS tables names a workload the inventory lacks (created since it was read)."""
+    names = {w["name"] for w in inv.qos_workloads.values()}
+    return any(
+        r.properties.get("uuid", "") not in inv.qos_workloads and workload_name(r) not in names
+        for table in PERF_TABLES
+        for r in rows.get(table, ())
+    )
+
+
 def centre_times(cooked: Mapping[str, CookedTable]) -> dict[str, dict[str, float]]:
     """workload -> component -> seconds per second its operations spend there, summed over nodes.
 

@@ -25,6 +25,7 @@ import yaml
 from sanlens.ontap.capabilities import Capabilities
 from sanlens.ontap.client import OntapClient
 from sanlens.ontap.cooking import CounterRow
+from sanlens.ontap.records import get_path
 
 
 @dataclass(frozen=True)
@@ -86,15 +87,6 @@ def objects() -> dict[str, StatisticsObject]:
     return out
 
 
-def _get(rec: Mapping[str, Any], path: str) -> Any:
-    cur: Any = rec
-    for part in path.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(part)
-    return cur
-
-
 def sample_time(stats: Mapping[str, Any]) -> float | None:
     """``statistics.timestamp`` as Unix seconds; None when ONTAP has no sample (``-``, absent, bad)."""
     text = stats.get("timestamp")
@@ -122,12 +114,12 @@ def row_of(obj: StatisticsObject, rec: Mapping[str, Any]) -> CounterRow | None:
         return None
     if obj.service and obj.service not in (rec.get("services") or ()):
         return None
-    props = {prop: str(_get(rec, src) or "") for prop, src in obj.properties.items()}
-    row = CounterRow(obj.table, str(_get(rec, obj.row_id) or props.get("name", "")), props)
+    props = {prop: str(get_path(rec, src, None) or "") for prop, src in obj.properties.items()}
+    row = CounterRow(obj.table, str(get_path(rec, obj.row_id, None) or props.get("name", "")), props)
     row.sampled_at = at
     row.complete = str(stats.get("status", "ok")) == "ok"
     for field, counter in obj.counters.items():
-        v = _get(stats, field)
+        v = get_path(stats, field, None)
         if isinstance(v, int | float) and not isinstance(v, bool):
             row.counters[counter] = float(v)
     return row
