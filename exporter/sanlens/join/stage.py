@@ -90,13 +90,13 @@ def _joined_info(m: Metric, changed: dict[str, JoinedDisk]) -> Metric:
         return m
     at = names.index("disk")
     slots = [(names.index(f), f) for f in _JOINED if f in names]
-    samples = []
-    for values, value in m.samples:
+    keys = []
+    for values in m.keys:
         j = changed.get(values[at])
         if j is not None:
             row = list(values)
             for i, f in slots:
                 row[i] = str(getattr(j, f))
             values = tuple(row)
-        samples.append((values, value))
-    return dataclasses.replace(m, samples=tuple(samples))
+        keys.append(values)
+    return m.with_keys(keys)

@@ -137,7 +137,11 @@ def render(src: OntapSource, rows: Mapping[str, list[CounterRow]]) -> tuple[Metr
         tdef = src.specs[table]
         if not tdef.metrics:  # read for the diagnoses only (qos_detail*: far too many rows to export)
             continue
-        plan = src.emit_plan(table)
+        # each counter appends to its family's columns directly: no call per sample
+        plan = [
+            (name, *b.column(fam, mtype, help_, lnames), by, scale)
+            for name, fam, mtype, help_, lnames, by, scale in src.emit_plan(table)
+        ]
         exported = tdef.export_labels
         skip = partial.get(table, frozenset())
         for r in trows:
@@ -145,18 +149,18 @@ def render(src: OntapSource, rows: Mapping[str, list[CounterRow]]) -> tuple[Metr
                 continue
             vals0 = (c, *(lab.value(r.properties, r.instance) for lab in exported))
             row_counters = r.counters
-            for name, fam, mtype, help_, lnames, by, scale in plan:
+            for name, keys, values, by, scale in plan:
                 cv = row_counters.get(name)
                 if cv is None:
                     continue
                 if isinstance(cv, list):
                     arr_labels = r.labels.get(name) or []
                     for pos, val in enumerate(cv):
-                        lv = arr_labels[pos] if pos < len(arr_labels) else str(pos)
-                        b.add_tuple(fam, mtype, help_, lnames, (*vals0, lv), val * scale)
+                        keys.append((*vals0, arr_labels[pos] if pos < len(arr_labels) else str(pos)))
+                        values.append(val * scale)
                 else:
-                    skey = (*vals0, by) if by is not None else vals0
-                    b.add_tuple(fam, mtype, help_, lnames, skey, cv * scale)
+                    keys.append((*vals0, by) if by is not None else vals0)
+                    values.append(cv * scale)
     return b.build()
 
 

@@ -95,20 +95,27 @@ def rows_from_response(
         name = str(ct.get("name") or "") if isinstance(ct := r.get("counter_table"), dict) else ""
         listed = r.get("properties")
         props = {
-            str(p.get("name")): str(p.get("value", ""))
-            for p in (listed if isinstance(listed, list) else ())
-            if isinstance(p, dict) and "name" in p
+            str(p["name"]): str(p.get("value", ""))
+            for p in (listed if type(listed) is list else ())
+            if type(p) is dict and "name" in p
         }
         row = CounterRow(name or table, str(r.get("id") or props.get("name") or n), props)
         agg = r.get("aggregation")
         if isinstance(agg, dict) and agg.get("complete") is False:
             row.complete = False
+        counters = row.counters
         for c in listed if isinstance(listed := r.get("counters"), list) else ():
-            if not isinstance(c, dict) or "name" not in c:
+            if type(c) is not dict or "name" not in c:
                 continue
-            name = str(c["name"])
+            name = c["name"]
+            if type(name) is not str:
+                name = str(name)
+            v = c.get("value")
             try:
-                if "counters" in c:  # 2-D: one {"label", "values"} per outer label, inner labels shared
+                # the common case first: one number (a bool is neither int nor float by type)
+                if (type(v) is float or type(v) is int) and "values" not in c and "counters" not in c:
+                    counters[name] = float(v)  # an int past a float's range: OverflowError, below
+                elif "counters" in c:  # 2-D: one {"label", "values"} per outer label, inner labels shared
                     inner = _strings(c.get("labels"))
                     flat: list[float] = []
                     flat_labels: list[str] = []

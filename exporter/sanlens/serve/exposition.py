@@ -193,7 +193,7 @@ def render_samples(m: Metric, label_cache: LabelText | None = None) -> str:
     prefix = m.name + "{"
     lines: list[str] = []
     append = lines.append
-    for values, v in m.samples:
+    for values, v in zip(m.keys, m.values, strict=True):
         lab = cache[values]
         if lab is None:
             cache.dropped += 1
@@ -313,9 +313,9 @@ class Exposition:
             before = text.dropped
             rendered = render_samples(m, text)
             pieces[m.name] = (
-                Metric(m.name, m.type, m.help, m.label_names, ()),  # the family without its samples
+                Metric(m.name, m.type, m.help, m.label_names),  # the family without its samples
                 Piece.of(rendered.encode()),
-                len(m.samples) - (text.dropped - before),
+                len(m.values) - (text.dropped - before),
             )
         self._count_dropped(name, caches.values())
         for text in caches.values():
@@ -377,7 +377,7 @@ class Exposition:
                 for m in engine.metrics():
                     text = render_samples(m, caches.setdefault(m.label_names, LabelText(m.label_names)))
                     families.setdefault(m.name, (m, []))[1].append(Piece.of(text.encode()))
-                    series += len(m.samples)
+                    series += len(m.values)
                 self._count_dropped("", caches.values())
                 series -= self.dropped.get("", 0)
             parts: list[Piece] = []
