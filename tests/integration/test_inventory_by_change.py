@@ -175,3 +175,14 @@ def test_qos_workloads_are_read_again_only_when_due_or_a_row_names_one_they_lack
         del src.inventory.qos_workloads[capped]  # an inventory older than the capped workload
         assert "/api/storage/qos/workloads" in qos_read()
         assert src.inventory.qos_workloads == held
+
+
+def test_the_statistics_path_reads_every_volume_for_its_counters_and_the_plexes_by_change() -> None:
+    with running("healthy") as (s, clock), polling(s, collection="statistics") as (src, asked):
+        _poll(src, asked)
+        _advance(clock, 30)
+        second = _poll(src, asked)
+        asks = _volume_asks(second)
+        assert len(asks) == 1 and "statistics" in asks[0]["fields"] and "movement.state" not in asks[0]
+        assert _plex_reads(second) == 0
+        assert _dynamic(src.inventory) == _full(src)

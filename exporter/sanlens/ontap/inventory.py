@@ -191,7 +191,8 @@ def fetch_dynamic(
 
     ``full`` reads every volume and every aggregate's plexes. Otherwise only what changed is read
     (:func:`_volume_changes`, :mod:`sanlens.ontap.raid_state`); a volume's space is then as the last
-    full read found it. The statistics path reads every volume each poll for its ``statistics``.
+    full read found it. The statistics path reads every volume each poll for its ``statistics``,
+    and the plexes by change as the tables path does.
     Returns the volume records read, so the statistics path can read their ``statistics``.
     """
     caps = caps or Capabilities(cluster)
@@ -203,7 +204,7 @@ def fetch_dynamic(
         vol_recs = list(client.records("/api/storage/volumes", {"fields": fields}))
         inv.volumes = {_volume_key(r): _volume_info(r) for r in vol_recs}
     inv.moving = {k for k, i in inv.volumes.items() if i["move_state"]}
-    _raid(client, inv, cluster, caps, release, by_change)
+    _raid(client, inv, cluster, caps, release, not full and bool(inv.raid))
     inv.fc_ports = fetch_fc_ports(client)
     inv.ip_lifs = caps.optional("/api/network/ip/interfaces", lambda: _ip_lifs(client), {}, release)
     inv.eth_ports = (
