@@ -14,6 +14,12 @@ unhandled exception (no ``Traceback`` in the exporter's log).
 
     .venv/bin/python bench/soak.py [--minutes 30] [--interval 15] [--luns 10000] ... [--json out.json]
     .venv/bin/python bench/soak.py --minutes 2      # a smoke run
+    .venv/bin/python bench/soak.py --minutes 8 --luns 3000 --tracemalloc 25   # what grows?
+
+``--tracemalloc N`` runs the exporter through bench/traced_serve.py with N frames traced,
+takes a snapshot at the end of the warm-up and one at the end, and prints the top growers
+between them, with the traced total next to RSS and glibc's free-but-held heap (growth
+tracemalloc cannot see). Tracing slows the exporter: its scrape latencies do not count then.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -153,6 +160,7 @@ class Recorder:
     samples: list[Sample] = field(default_factory=list)
     scrapes: list[Scrape] = field(default_factory=list)
     scrape_errors: list[str] = field(default_factory=list)
+    marks: list[tuple[float, str]] = field(default_factory=lambda: [(0.0, "warm-up")])  # phase starts
     stop: threading.Event = field(default_factory=threading.Event)
 
     def now(self) -> float:
@@ -235,6 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hosts", type=int, default=None, help="simulated hosts (default: the scenario's 2)")
     ap.add_argument("--json", type=Path, help="also write the results as JSON here")
     ap.add_argument("--logs", type=Path, help="keep the exporter's and the simulator's logs in this folder")
+    ap.add_argument(
+        "--tracemalloc",
+        type=int,
+        default=0,
+        metavar="FRAMES",
+        help="trace the exporter's allocations (FRAMES deep) and print what grew after the warm-up",
+    )
+    ap.add_argument("--top", type=int, default=15, help="growers printed with --tracemalloc (15)")
     args = ap.parse_args(argv)
 
     total = args.minutes * 60.0
@@ -252,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
 
     sim_port, exp_port = free_port(), free_port()
     sim_url = f"http://127.0.0.1:{sim_port}"
+    snapshots = workdir / "snapshots"
+    snapped: list[Path] = []
     scale = ["--nodes", str(args.nodes), "--luns", str(args.luns), "--volumes", str(args.volumes)]
     scale += ["--disks", str(args.disks)] + (["--hosts", str(args.hosts)] if args.hosts else [])
     print(
@@ -298,9 +316,14 @@ def main(argv: list[str] | None = None) -> int:
         }
         cfg_path = workdir / "sanlens.json"  # JSON is YAML
         cfg_path.write_text(json.dumps(cfg, indent=1))
+        serve = [sys.executable, "-m", "sanlens"]
+        exp_env = env
+        if args.tracemalloc:
+            serve = [sys.executable, str(ROOT / "bench" / "traced_serve.py")]
+            exp_env = {**env, "PYTHONTRACEMALLOC": str(args.tracemalloc), SNAPSHOT_DIR_ENV: str(snapshots)}
         exporter = subprocess.Popen(
-            [sys.executable, "-m", "sanlens", "serve", "--config", str(cfg_path)],
-            stdout=exp_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+            [*serve, "serve", "--config", str(cfg_path)],
+            stdout=exp_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=exp_env, start_new_session=True,
         )  # fmt: skip
         base = f"http://127.0.0.1:{exp_port}"
         wait_until(lambda: http(f"{base}/-/ready", timeout=5)[0] == 200, 300, "exporter ready", exporter)
@@ -317,20 +340,27 @@ def main(argv: list[str] | None = None) -> int:
 
         t = warmup
         sleep_until(t)
+        if args.tracemalloc:
+            snapped.append(snapshot(exporter, snapshots, 1))
         while t + 2 * phase <= total - cooldown + 1e-6:
             for name, on, off in plan:
                 if t + 2 * phase > total - cooldown + 1e-6:
                     break
                 print(f"soak: {recorder.now():6.0f} s  {name} on for {phase:.0f} s", flush=True)
+                recorder.marks.append((recorder.now(), f"{name} on"))
                 http(f"{sim_url}/-/sim/faults", on)
                 t += phase
                 sleep_until(t)
+                recorder.marks.append((recorder.now(), f"{name} off"))
                 if off:
                     http(f"{sim_url}/-/sim/faults", off)
                 t += phase
                 sleep_until(t)
         print(f"soak: {recorder.now():6.0f} s  faults off; cool-down until {total:.0f} s", flush=True)
+        recorder.marks.append((recorder.now(), "cool-down"))
         sleep_until(total)
+        if args.tracemalloc:
+            snapped.append(snapshot(exporter, snapshots, 2))
         final = self_monitoring(http(f"{base}/metrics", timeout=60)[1].decode("utf-8", "replace"))
         recorder.stop.set()
         for w in workers:
@@ -341,7 +371,66 @@ def main(argv: list[str] | None = None) -> int:
         exp_log.close()
 
     assert recorder is not None
+    if len(snapped) == 2:
+        growers(snapped[0], snapped[1], args.top)
     return report(args, recorder, final, warmup, cooldown, phase, exp_log_path, logs / "simulator.log")
+
+
+# ------------------------------------------------------------------ tracemalloc
+SNAPSHOT_DIR_ENV = "SANLENS_SNAPSHOT_DIR"  # read by bench/traced_serve.py
+
+
+def snapshot(proc: subprocess.Popen[bytes], folder: Path, n: int, timeout: float = 600.0) -> Path:
+    """Have the traced exporter dump its n-th snapshot (SIGUSR1); wait for the file."""
+    path = folder / f"snapshot-{n}.pickle"
+    t0 = time.monotonic()
+    os.kill(proc.pid, signal.SIGUSR1)
+    wait_until(path.exists, timeout, f"tracemalloc snapshot {n}", proc)
+    print(f"soak: tracemalloc snapshot {n} in {time.monotonic() - t0:.0f} s", flush=True)
+    return path
+
+
+def growers(old_path: Path, new_path: Path, top: int) -> None:
+    """Print the top growers between two snapshots, by traceback, and RSS beside the traced total."""
+    old, new = tracemalloc.Snapshot.load(str(old_path)), tracemalloc.Snapshot.load(str(new_path))
+    ignore = [
+        tracemalloc.Filter(False, tracemalloc.__file__),
+        tracemalloc.Filter(False, "<frozen importlib._bootstrap*>"),
+    ]
+    old, new = old.filter_traces(ignore), new.filter_traces(ignore)
+    m0, m1 = (json.loads(p.with_suffix(".json").read_text()) for p in (old_path, new_path))
+    mb = 1 / 2**20
+
+    def heap(m: dict[str, Any]) -> str:
+        c = m.get("malloc") or {}
+        extra = (
+            f", malloc in use {c['in_use'] * mb:.1f} MB, free-but-held {c['free'] * mb:.1f} MB" if c else ""
+        )
+        quiet = m.get("quiet_after_s")
+        when = "mid-work" if quiet is None else f"quiet after {quiet:.1f} s"
+        own = m["tracemalloc_overhead"] * mb
+        return f"traced {m['traced'] * mb:.1f} MB (tracemalloc's own {own:.1f} MB){extra}; {when}"
+
+    print()
+    print(f"tracemalloc after warm-up: RSS {m0['rss'] * mb:.1f} MB, {heap(m0)}")
+    print(f"tracemalloc at the end:    RSS {m1['rss'] * mb:.1f} MB, {heap(m1)}")
+    d_rss, d_traced = (m1["rss"] - m0["rss"]) * mb, (m1["traced"] - m0["traced"]) * mb
+    d_own = (m1["tracemalloc_overhead"] - m0["tracemalloc_overhead"]) * mb
+    print(f"growth: RSS {d_rss:+.1f} MB, traced {d_traced:+.1f} MB, tracemalloc's own {d_own:+.1f} MB, "
+          f"untraced {d_rss - d_traced - d_own:+.1f} MB")  # fmt: skip
+    stats = [s for s in new.compare_to(old, "traceback") if s.size_diff > 0]
+    for by in ("filename", "lineno"):
+        lines = new.compare_to(old, by)[:top]
+        print(f"top growers by {by}:")
+        for s in lines:
+            print(f"  {s.size_diff * mb:+8.2f} MB {s.count_diff:+8d} blocks  {s.traceback[0]}")
+    print("top growers by traceback (innermost frames of sanlens first):")
+    for s in stats[:top]:
+        print(f"  {s.size_diff * mb:+8.2f} MB {s.count_diff:+8d} blocks (now {s.size * mb:.2f} MB)")
+        frames = [f for f in s.traceback if "sanlens" in f.filename] or list(s.traceback)
+        for f in list(reversed(frames))[:6]:
+            print(f"      {f.filename}:{f.lineno}")
+    print()
 
 
 def report(
@@ -421,6 +510,20 @@ def report(
     errors = ", ".join(f"{k} {v:g}" for k, v in sorted(final["errors"].items())) or "none"
     print(f"poll errors    {errors}")
     print(f"up at the end  {', '.join(f'{k} {v:g}' for k, v in sorted(final['up'].items()))}")
+    print("RSS by phase   (MB: median, max, at its end)")
+    ends = [t for t, _ in rec.marks[1:]] + [total + 5]
+    for (start, name), end in zip(rec.marks, ends, strict=True):
+        ws = [s.rss_mb for s in window(rec.samples, start, end)]
+        if ws:
+            print(f"  {start:6.0f} s  {name:28s} {statistics.median(ws):7.1f} {max(ws):7.1f} {ws[-1]:7.1f}")
+    result["rss_by_phase"] = [
+        {
+            "start_s": round(start),
+            "phase": name,
+            "rss_mb": [round(s.rss_mb, 1) for s in window(rec.samples, start, end)],
+        }
+        for (start, name), end in zip(rec.marks, ends, strict=True)
+    ]
     print()
     for name, ok in checks.items():
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")

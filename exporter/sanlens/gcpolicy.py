@@ -7,6 +7,11 @@ which is what a scrape waits for. Reference counting frees them when the next po
 replaces them, so after each poll they are moved out of the collector's view
 (``gc.freeze``); a full collection still runs now and then for whatever cycles exist.
 
+A failed poll breaks the "acyclic" premise: its exception's traceback and the futures that
+hold the exception form cycles with the frames' locals (the poll's pages and rows). Frozen
+by ``settle``, they would wait minutes for the full collection while a fault fails poll
+after poll, so ``release`` clears those frames' locals first.
+
 The C allocator matters as much: glibc gives each thread that allocates its own arena
 (up to 8 per core), so the poll, table, render and engine threads each keep their own
 high-water mark of freed memory. Two arenas, and handing freed pages back after each
@@ -21,6 +26,7 @@ import gc
 import logging
 import threading
 import time
+import traceback
 
 log = logging.getLogger(__name__)
 
@@ -64,3 +70,21 @@ def settle() -> None:
         gc.freeze()
         if _LIBC is not None:
             _LIBC.malloc_trim(0)  # freed pages back to the system
+
+
+def release(exc: BaseException) -> None:
+    """Call on an exception that ends a poll, before ``settle``: drops what its frames hold.
+
+    The frames of its traceback (and of the exceptions it chains) have finished; their
+    locals (decoded pages, the rows of the tables fetched before the failure, futures)
+    go now by reference counting, so the cycle left for the collector is a few small objects.
+    """
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)  # frames still running are left as they are
+        todo += [e.__cause__, e.__context__]

@@ -125,6 +125,9 @@ class OntapSource:
         gc.disable()
         try:
             return self._poll()
+        except BaseException as e:
+            gcpolicy.release(e)  # a failed poll's pages and rows must not be frozen with its traceback
+            raise
         finally:
             gcpolicy.settle()  # the rows and view it keeps are long-lived: out of the scans
             if enabled:
