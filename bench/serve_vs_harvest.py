@@ -4,9 +4,10 @@
 The simulator (HTTPS, healthy, 8 nodes, 5,000 LUNs, 2,000 volumes, 500 disks by default) runs in
 its own process. Harvest's poller (built from its public source: ``--harvest-dir``, as
 ``harvest_conformance.py`` builds it) reads it with its Rest, RestPerf and KeyPerf collectors
-(LUN, volume, node, disk, FC port and FC LIF performance every ``--interval``; its Rest inventory at
-its default 3 min); ``sanlens serve`` reads the same cluster's tables at the same interval (its
-inventory every 5 min) and judges it. Each exporter's page is
+(every object of what sanlens reads: performance every ``--interval``, its QoS workloads every
+3 min as its templates say, its Rest inventory at its default 3 min); ``sanlens serve`` reads the
+same cluster's tables at the same interval, QoS every 3 min (its QoS detail tables too, which
+Harvest no longer reads), its inventory by change and in full every 5 min, and judges it. Each exporter's page is
 scraped once per cycle, as Prometheus would. After ``--warmup`` cycles, per exporter: CPU seconds
 per cycle (from /proc, the process alone) and peak RSS (VmHWM).
 
@@ -32,13 +33,11 @@ from typing import Any
 from harvest_conformance import TEMPLATES, ensure_poller, free_port, write_config
 from serve_scale import proc_cpu_s, proc_kb
 
-# Harvest's objects for the FC cluster both exporters read (sanlens: six counter tables and the
-# inventory of nodes, LUNs, volumes, aggregates, disks and FC ports)
-COMPARED = {
-    "Rest": {"Aggregate", "Disk", "Lun", "Node", "Volume", "Status"},
-    "RestPerf": {"Disk", "Lun", "SystemNode", "FcpPort", "FcpLif"},
-    "KeyPerf": {"Volume"},
-}
+# Harvest reads every object of what sanlens reads by default (the conformance run's templates: its
+# fifteen counter tables' objects, the inventory, the front end and QoS). Harvest's Workload and
+# WorkloadVolume keep their template's own 3 min schedule (NetApp: workload objects are expensive);
+# sanlens reads QoS on the same schedule (``qos_interval``), its detail tables included.
+QOS_EVERY_S = 180
 
 
 def wait_http(url: str, timeout: float, ctx: ssl.SSLContext | None = None) -> None:
@@ -78,10 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="serve-vs-harvest-"))
     every = f"{args.interval}s"
     for folder, (collector, _every, objects) in list(TEMPLATES.items()):
-        # performance at the same interval as sanlens; Harvest's inventory (Rest) at its own default;
-        # only the objects of what sanlens reads on this FC cluster (no IP LIFs, no namespaces here)
-        kept = {o: f for o, f in objects.items() if o in COMPARED[collector]}
-        TEMPLATES[folder] = (collector, f"{args.rest_interval}s" if collector == "Rest" else every, kept)
+        # performance at the same interval as sanlens; Harvest's inventory (Rest) at its own default
+        TEMPLATES[folder] = (collector, f"{args.rest_interval}s" if collector == "Rest" else every, objects)
     sim_port, harvest_port, sanlens_port = free_port(), free_port(), free_port()
     py = sys.executable
     procs: list[subprocess.Popen[bytes]] = []
@@ -113,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                             "name": "sim",
                             "url": f"https://127.0.0.1:{sim_port}",
                             "poll_interval": every,
+                            "qos_interval": f"{QOS_EVERY_S}s",
                             "tls": {"insecure_skip_verify": True},
                         }
                     ],
