@@ -27,8 +27,11 @@ import logging
 import threading
 import time
 import traceback
+from typing import TypeVar
 
 log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=BaseException)
 
 FULL_COLLECT_EVERY_S = 300.0
 """How often the frozen objects are scanned after all, for cyclic garbage among them."""
@@ -88,3 +91,10 @@ def release(exc: BaseException) -> None:
         seen.add(id(e))
         traceback.clear_frames(e.__traceback__)  # frames still running are left as they are
         todo += [e.__cause__, e.__context__]
+
+
+def released(exc: E) -> E:
+    """``exc`` after :func:`release`, for an exception a poll keeps (a table the cluster lacks):
+    kept, it would hold its frames' pages and rows until the full collection."""
+    release(exc)
+    return exc

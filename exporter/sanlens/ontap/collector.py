@@ -229,7 +229,7 @@ class OntapSource:
             try:
                 out.rows[table] = self._table_rows(table)
             except OntapNotFound as e:
-                out.missing[table] = e
+                out.missing[table] = gcpolicy.released(e)
                 continue
             out.fetched_at[table] = self.clock()
         inv = self.inventory
@@ -267,7 +267,7 @@ class OntapSource:
                 try:
                     out[table] = future.result()
                 except OntapNotFound as e:
-                    absent[table] = e
+                    absent[table] = gcpolicy.released(e)
             self.tables_missing = set(absent) if out or self.target.collection == "tables" else set()
             if out or self.target.collection == "tables":
                 # tables missing on a release that has the others: only what needs them is lost
