@@ -57,6 +57,7 @@ TRICKLE_TIMEOUT_S = 2.0  # above the trickle's 1 s between bytes: a read timeout
 LATENCY_MS = 2000  # beyond TIMEOUT_S
 OBSERVE_S = 0.25  # how late a page can show a change: the watcher's period plus scheduling
 RECOVERY_S = 2 * POLL_S  # the first poll after a fault clears begins within this
+QOS_EVERY_POLLS = 3  # the default qos_interval: QoS tables are read every third poll
 STUCK_RECOVERY_S = max(RECOVERY_S, MIN_POLL_DEADLINE_S) + ABORT_GRACE_S  # the stuck poll's deadline
 FAULT_WAIT_S = 30.0  # every target fails within this once its fault is on
 TRICKLE_WAIT_S = 15.0  # a poll against a trickling server ends within this (a deadline, not a read timeout)
@@ -444,14 +445,17 @@ def test_partial_aggregation_keeps_the_target_up_and_shows_the_rows(env: Env, he
     wait_for(partial, 10 * POLL_S, "sanlens_ontap_partial_aggregation_rows > 0", interval=0)
     _polls_after(env, 2)  # rows skipped or kept by policy, for a while
     healthy_sims.ontap.set_faults(partial_aggregation=False)
-    off = time.monotonic()
+    done_at_off = env.watcher.next_page().polls[ONTAP]  # polls finished by then (one may be under way)
 
     def whole() -> Page | None:
         page = env.watcher.next_page()
         return page if page.partial_rows == 0 else None
 
     page = wait_for(whole, 10 * POLL_S, "partial rows back to 0", interval=0)
-    assert page.at - page.duration[ONTAP] - off <= RECOVERY_S + OBSERVE_S
+    # counted in polls, not seconds (a loaded machine stretches a poll, not the promise): the poll under
+    # way when the fault cleared may still be partial, and so may the QoS tables' last read, which stands
+    # until the next QoS read (due QOS_EVERY_POLLS after it) is folded in by the poll after that one
+    assert page.polls[ONTAP] <= done_at_off + 1 + QOS_EVERY_POLLS + 1, (page.polls[ONTAP], done_at_off)
     assert page.errors == before.errors, "partial aggregation made polls fail"
     env.assert_clean()
 
