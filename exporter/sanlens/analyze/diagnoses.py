@@ -23,6 +23,7 @@ from sanlens.analyze.episodes import Recorder
 from sanlens.analyze.evidence_format import label, parse_time, rows, span_text, subject_text
 from sanlens.analyze.evidence_format import value as evidence_value
 from sanlens.analyze.host_intervals import DiskColumn
+from sanlens.analyze.host_screen import calm
 from sanlens.analyze.incidents import Group, incidents
 from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.offline_join import host_mapper
@@ -36,8 +37,9 @@ from sanlens.analyze.waterfall_report import text_line as waterfall_text
 from sanlens.analyze.windows import HOST, Source, offline_windows
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.diagnose.engine import Engine
+from sanlens.diagnose.registry import resolve
 from sanlens.hosts.mapping import DiskMapping
-from sanlens.model import OntapVersion, Snapshot
+from sanlens.model import HostView, OntapVersion, Snapshot
 
 Tick = Callable[[int], None]
 
@@ -53,6 +55,7 @@ class Findings:
     host_points: dict[DiskColumn, list[tuple[float, float]]] = field(default_factory=dict)
     mappings: dict[tuple[str, str], DiskMapping] = field(default_factory=dict)  # (host, disk)
     updates: int = 0
+    screened: int = 0  # of those updates, the calm host intervals stored without judging
     qos: QosBreakdowns = field(default_factory=QosBreakdowns)  # where each workload's time goes
     inputs_judged: int | None = None  # inputs whose status is "judged", once statuses are known
 
@@ -143,8 +146,12 @@ def finish(
     version: OntapVersion | None,
     config: Config | None = None,
     tick: Tick | None = None,
+    screen: bool = True,
 ) -> Findings:
     """Cook the ONTAP inputs into series (attached to their inputs) and diagnose every input.
+
+    ``screen``: with no cluster in the inputs, a calm host interval is screened, not judged
+    (:mod:`sanlens.analyze.host_screen`); False judges every interval, which gives the same findings.
 
     Values near the float maximum overflow in the arithmetic: the results are then
     infinite (written as null or ``overflow``), never numpy warnings on stderr.
@@ -166,11 +173,24 @@ def finish(
     streams: list[Iterable[Snapshot]] = [with_qos(cooker.snapshots(), qos.timeline(), cluster, version)]
     streams += [s.intervals.snapshots(mapper) for s in logs if s.intervals]
     streams += [li.snapshots(mapper) for li in linux]
-    engine = Engine(engine_config(config, windows))
+    diagnose_cfg = engine_config(config, windows)
+    engine = Engine(diagnose_cfg)
     rec = Recorder()
+    screened = screen and not ontap
+    th = resolve(diagnose_cfg) if screened else {}  # the thresholds the engine judges with
+    capacity = diagnose_cfg.backend_iops_capacity
     for snap in merged(*streams):
-        engine.update(snap)
-        rec.observe(engine, snap.timestamp)
+        calm_subjects = (
+            calm(snap.view, th, capacity)
+            if screened and isinstance(snap.view, HostView) and engine.settled()
+            else None
+        )
+        if calm_subjects is not None:
+            engine.absorb(snap)
+            rec.note(calm_subjects)
+        else:
+            engine.update(snap)
+            rec.observe(engine, snap.timestamp)
         if tick is not None:
             tick(1)
     found = rec.finish(engine)
@@ -185,6 +205,7 @@ def finish(
         by_path[path].warnings.extend(notes)
     out = Findings(found, warnings, list(cooker.series.values()), rec.judged, windows, cluster)
     out.updates = rec.updates
+    out.screened = rec.screened
     out.qos = qos
     for s in logs:
         if s.intervals:

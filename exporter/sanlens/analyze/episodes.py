@@ -37,6 +37,7 @@ class Recorder:
     episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
     judged: dict[str, set[str]] = field(default_factory=lambda: {d: set() for d in IDS})
     updates: int = 0
+    screened: int = 0  # updates a screen showed calm, stored without judging
 
     def observe(self, engine: Engine, now: float) -> None:
         self.updates += 1
@@ -59,6 +60,13 @@ class Recorder:
                 ep.until = max(ep.until, held)
             if ep.since is None:
                 ep.since = f.get("since")
+
+    def note(self, judged: dict[str, list[str]]) -> None:
+        """An update judged only by its screen (every subject ok, nothing pending): its subjects."""
+        self.updates += 1
+        self.screened += 1
+        for did, subjects in judged.items():
+            self.judged[did].update(subjects)
 
     def finish(self, engine: Engine) -> list[dict[str, Any]]:
         """Every finding of the run, worst first, each with ``since``, ``until`` and ``active_at_end``."""

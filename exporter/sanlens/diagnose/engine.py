@@ -125,6 +125,19 @@ class Engine:
             self._judge()
             return True
 
+    def settled(self) -> bool:
+        """Whether judging could only confirm what is known: no ONTAP view, no subject pending or
+        up, nothing queued. ``analyze`` then only stores a host view it has screened as calm."""
+        with self._lock:
+            return not self._tracks and not self._ontap and not self._inbox
+
+    def absorb(self, snapshot: Snapshot) -> None:
+        """Store a view without judging it: for a settled engine and a view whose every disk is
+        ok or unjudged (``sanlens.analyze.host_screen``), judging would change nothing but which
+        subjects were judged, which the caller keeps."""
+        with self._lock:
+            self._store(snapshot)
+
     def due(self) -> bool:
         """Whether time alone has made something change (see ``evaluate_pending``): lets a paced
         judge drop a stale source's findings when /metrics drops its series, not a minute later."""

@@ -1,0 +1,182 @@
+"""The host screens against the diagnoses they stand for: a view screened calm is one the engine finds calm.
+
+Views of generated disks, with values on either side of every threshold the screens read, missing,
+NaN or infinite: wherever ``calm`` answers, every diagnosis judges exactly the subjects it names, all
+ok, and raises none. Then whole ``analyze`` runs over the sample captures and a generated log with a
+troubled stretch give the same findings and the same judged subjects screened as judged in full.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from sanlens.analyze import diagnoses
+from sanlens.analyze.cli import analyze_file
+from sanlens.analyze.host_screen import MAYBE, OK, SCREENS, UNSCREENED, Columns, calm
+from sanlens.config import DiagnoseConfig
+from sanlens.diagnose.base import Context
+from sanlens.diagnose.history import History
+from sanlens.diagnose.registry import MODULES, resolve
+from sanlens.model import HostDiskStats, HostView
+
+DATA = Path(__file__).parents[1] / "data"
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+
+
+def _value(rnd: random.Random, around: list[float]) -> float | None:
+    """Missing, not a number, or on either side of one of ``around`` (the thresholds the screens read)."""
+    pick = rnd.random()
+    if pick < 0.08:
+        return None
+    if pick < 0.11:
+        return rnd.choice([math.nan, math.inf, -math.inf])
+    base = rnd.choice(around)
+    return base * rnd.choice([0.0, 0.5, 0.999999, 1.0, 1.000001, 2.0, 50.0])
+
+
+def _disk(rnd: random.Random, i: int, th: dict) -> HostDiskStats:
+    mapped = rnd.random() < 0.3
+    paths = rnd.choice([None, 1, 2, 4])
+    queue_depth, io_paths = rnd.choice([0, 1, 32, 64]), rnd.choice([1, 2])
+    slo, queue = th["latency_slo"], th["host_queue_limited"]
+    iops = [slo["min_iops"], 1000.0, th["lun_iops_ceiling"]["warning_fraction"] * 100_000.0 / 2]
+    latency = [slo[f"{c}_warning_seconds"] for c in ("data", "log")] + [0.5]
+    in_flight = [queue["queue_fill_ratio"] * max(queue_depth * io_paths, 1), 1.0]
+    return HostDiskStats(
+        "sql01",
+        str(i),
+        lun_serial=rnd.choice(["", "80AbCdEfGhIj"]),
+        cluster="c1" if mapped else "",
+        svm="svm1" if mapped else "",
+        lun=f"/vol/v/lun{i}" if mapped else "",
+        data_class=rnd.choice(["data", "log", "tempdb", "other"]),
+        queue_depth=queue_depth,
+        paths=io_paths,
+        observed_paths=paths if paths is None else max(paths - rnd.choice([0, 0, 1]), 0),
+        configured_paths=paths if rnd.random() < 0.7 else None,
+        local=rnd.random() < 0.15,
+        read_iops=_value(rnd, iops),
+        write_iops=_value(rnd, iops),
+        read_latency_s=_value(rnd, latency),
+        write_latency_s=_value(rnd, latency),
+        idle_ratio=_value(rnd, [th["san_oversubscription"]["min_idle_ratio"]]),
+        queue_length=_value(rnd, in_flight),
+        outstanding_io=_value(rnd, in_flight) if rnd.random() < 0.5 else None,
+    )
+
+
+def _truth(view: HostView, th: dict, capacity: float | None) -> dict[str, list[tuple[str, int | None]]]:
+    ctx = Context(view.timestamp, {}, {view.host: view}, History(), capacity)
+    return {m.SPEC.id: [(o.key, o.level) for o in m.evaluate(ctx, th)] for m in MODULES}
+
+
+@pytest.mark.parametrize("capacity", [None, 20_000.0])
+def test_a_view_screened_calm_is_calm_to_every_diagnosis(capacity: float | None) -> None:
+    th = resolve(DiagnoseConfig(backend_iops_capacity=capacity))
+    rnd = random.Random(7)
+    screened = calm_views = 0
+    for n in range(4000):
+        view = HostView(
+            "sql01", 1.7e9 + n, 60.0, tuple(_disk(rnd, i, th) for i in range(rnd.choice([1, 1, 1, 2, 3])))
+        )
+        truth = _truth(view, th, capacity)
+        quiet = all(level in (0, None) for obs in truth.values() for _k, level in obs)
+        calm_views += quiet
+        got = calm(view, th, capacity)
+        if got is None:
+            continue
+        screened += 1
+        assert quiet, (view, truth)
+        for did, obs in truth.items():
+            ok = sorted(k for k, level in obs if level == 0)
+            assert sorted(got.get(did, [])) == ok, (did, view, obs, got.get(did))
+    # the screen is no trivial "never": most calm views are seen as calm
+    assert calm_views > 300
+    assert screened > 0.6 * calm_views, (screened, calm_views)
+
+
+@pytest.mark.parametrize("did", sorted(SCREENS))
+def test_each_screen_answers_for_its_own_diagnosis(did: str) -> None:
+    """Per disk: "ok" only where the diagnosis judges level 0, "not judged" only where it gives no level;
+    and most disks the diagnosis finds ok are seen as ok."""
+    th = resolve(DiagnoseConfig())
+    rnd = random.Random(11)
+    disks = tuple(_disk(rnd, i, th) for i in range(6000))
+    view = HostView("sql01", 1.7e9, 60.0, disks)
+    truth = dict(_truth(view, th, None)[did])
+    levels = SCREENS[did](Columns(disks, extra=True), th, None).tolist()
+    seen_ok = ok = 0
+    for d, got in zip(disks, levels, strict=True):
+        want = truth.get(f"{d.host}/disk {d.disk}")
+        ok += want == 0
+        if got == MAYBE:
+            continue
+        assert (want == 0) == (got == OK), (d, want, got)
+        seen_ok += got == OK
+    assert ok > 100 and seen_ok > 0.6 * ok, (seen_ok, ok)
+
+
+def test_every_diagnosis_that_judges_host_disks_alone_is_screened() -> None:
+    """A diagnosis judging a host disk with no cluster polled has a screen (or keeps its views judged)."""
+    th = resolve(DiagnoseConfig())
+    rnd = random.Random(3)
+    judges_hosts: set[str] = set()
+    for n in range(400):
+        view = HostView("h", float(n), 60.0, tuple(_disk(rnd, i, th) for i in range(3)))
+        for did, obs in _truth(view, th, None).items():
+            if obs:
+                judges_hosts.add(did)
+    assert judges_hosts == set(SCREENS), judges_hosts
+    mapped = HostView(
+        "h", 0.0, 60.0, (HostDiskStats("h", "1", cluster="c", svm="s", volume="v", lun="/vol/v/l"),)
+    )
+    assert calm(mapped, th) is None  # a volume named: the host-view volume ceiling judges it in full
+    assert UNSCREENED == ("volume_iops_ceiling",)
+
+
+def _run(paths: list[Path], screen: bool) -> diagnoses.Findings:
+    results = [analyze_file(p) for p in paths]
+    try:
+        return diagnoses.finish(results, None, "offline", None, None, screen=screen)
+    finally:
+        for r in results:
+            close = getattr(r.detail, "close", None)
+            if close is not None:
+                close()
+
+
+def _generated(tmp_path: Path) -> Path:
+    from report_scale import generate_disks
+
+    log = tmp_path / "disks.csv"
+    generate_disks(log, 2.0)
+    return log
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        ["perfmon/relog_sql01.csv"],
+        ["perfmon/typeperf_web03.csv", "perfmon/perfmon_fs02.tsv"],
+        ["linux/marslo-ibook-rhel7-iostat-x.txt"],
+        ["linux/constructed-short-io-kernel515-iostat-xt.txt"],
+        ["generated"],
+    ],
+)
+def test_screened_runs_find_what_judging_every_interval_finds(inputs: list[str], tmp_path: Path) -> None:
+    paths = [_generated(tmp_path) if i == "generated" else DATA / i for i in inputs]
+    full = _run(paths, screen=False)
+    fast = _run(paths, screen=True)
+    assert fast.diagnoses == full.diagnoses
+    assert fast.judged == full.judged
+    assert fast.updates == full.updates
+    assert full.screened == 0
+    if inputs == ["generated"]:
+        # a tenth of the log is in trouble: the calm rest is screened, the trouble judged
+        assert full.diagnoses, "the generated log's troubled disks are found"
+        assert fast.screened > full.updates // 2, (fast.screened, full.updates)
