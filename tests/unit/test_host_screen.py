@@ -13,6 +13,7 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sanlens.analyze import diagnoses
@@ -109,7 +110,7 @@ def test_each_screen_answers_for_its_own_diagnosis(did: str) -> None:
     disks = tuple(_disk(rnd, i, th) for i in range(6000))
     view = HostView("sql01", 1.7e9, 60.0, disks)
     truth = dict(_truth(view, th, None)[did])
-    levels = SCREENS[did](Columns(disks, extra=True), th, None).tolist()
+    levels = np.broadcast_to(SCREENS[did](Columns.of(disks), th, None), (len(disks),)).tolist()
     seen_ok = ok = 0
     for d, got in zip(disks, levels, strict=True):
         want = truth.get(f"{d.host}/disk {d.disk}")
@@ -180,3 +181,45 @@ def test_screened_runs_find_what_judging_every_interval_finds(inputs: list[str],
         # a tenth of the log is in trouble: the calm rest is screened, the trouble judged
         assert full.diagnoses, "the generated log's troubled disks are found"
         assert fast.screened > full.updates // 2, (fast.screened, full.updates)
+
+
+def test_interval_views_follow_the_per_disk_rules_by_hand() -> None:
+    """Views built from the columns of every interval at once: % idle as a clamped ratio, latency by
+    Little's law where a queue and a non-zero rate were logged, the drives of the disk's last column
+    with a value, a disk with no value left out of its interval, and each mapped once per drive set."""
+    from sanlens.analyze.host_intervals import HostIntervals
+    from sanlens.hosts.mapping import DiskMapping
+
+    cols = {
+        0: ("h", "1", ("E:",), "read_iops"),
+        1: ("h", "1", ("E:",), "read_latency_s"),
+        2: ("h", "1", ("E:", "F:"), "read_queue"),
+        3: ("h", "1", ("E:", "F:"), "idle_ratio"),
+        4: ("h", "2", ("G:",), "read_iops"),
+    }
+    nan = math.nan
+    rows = [
+        [100.0, 0.004, 0.8, 40.0, 10.0],  # queue / rate: 8 ms
+        [0.0, 0.004, 0.8, 130.0, nan],  # no rate: the logged latency; idle clamped to 1; disk 2 silent
+        [50.0, 0.002, nan, nan, 5.0],  # no queue: the logged latency, and disk 1's drives from column 1
+        [nan, nan, nan, nan, 7.0],  # disk 1 silent
+    ]
+    iv = HostIntervals(cols, step=60.0)
+    iv.add(np.array([0.0, 60.0, 120.0, 180.0]), np.array(rows))
+    calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def mapper(host: str, disk: str, drives: tuple[str, ...]) -> DiskMapping:
+        calls.append((disk, drives))
+        return DiskMapping("")
+
+    views = [s.view for s in iv.snapshots(mapper)]
+    assert [len(v.disks) for v in views] == [2, 1, 2, 1]
+    d = views[0].disks[0]
+    assert (d.read_iops, d.read_latency_s, d.idle_ratio, d.drives) == (100.0, 0.8 / 100.0, 0.4, ("E:", "F:"))
+    d = views[1].disks[0]
+    assert (d.read_latency_s, d.idle_ratio) == (0.004, 1.0)
+    d = views[2].disks[0]
+    assert (d.read_latency_s, d.idle_ratio, d.drives) == (0.002, None, ("E:",))
+    assert [dk.disk for dk in views[3].disks] == ["2"]
+    assert sorted(set(calls)) == [("1", ("E:",)), ("1", ("E:", "F:")), ("2", ("G:",))]
+    assert len(calls) == len(set(calls))

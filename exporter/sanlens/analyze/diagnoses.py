@@ -22,8 +22,8 @@ from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.episodes import Recorder
 from sanlens.analyze.evidence_format import label, parse_time, rows, span_text, subject_text
 from sanlens.analyze.evidence_format import value as evidence_value
-from sanlens.analyze.host_intervals import DiskColumn
-from sanlens.analyze.host_screen import calm
+from sanlens.analyze.host_intervals import DiskColumn, Step
+from sanlens.analyze.host_screen import calm, steps_screen
 from sanlens.analyze.incidents import Group, incidents
 from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.offline_join import host_mapper
@@ -67,7 +67,7 @@ class Findings:
         return any(self.judged.values())
 
 
-def merged(*streams: Iterable[Snapshot]) -> Iterator[Snapshot]:
+def merged(*streams: Iterable[Snapshot | Step]) -> Iterator[Snapshot | Step]:
     return heapq.merge(*streams, key=lambda s: s.timestamp)
 
 
@@ -170,29 +170,49 @@ def finish(
     cooker = OntapCooker(ontap, interval, cluster, version, anchors)
     qos = build_qos(ontap, interval, anchors, cluster)
     mapper = host_mapper(config, cluster)
-    streams: list[Iterable[Snapshot]] = [with_qos(cooker.snapshots(), qos.timeline(), cluster, version)]
-    streams += [s.intervals.snapshots(mapper) for s in logs if s.intervals]
-    streams += [li.snapshots(mapper) for li in linux]
     diagnose_cfg = engine_config(config, windows)
-    engine = Engine(diagnose_cfg)
-    rec = Recorder()
     screened = screen and not ontap
     th = resolve(diagnose_cfg) if screened else {}  # the thresholds the engine judges with
     capacity = diagnose_cfg.backend_iops_capacity
-    for snap in merged(*streams):
-        calm_subjects = (
+    host_screen = steps_screen(th, capacity) if screened else None
+    streams: list[Iterable[Snapshot | Step]] = [
+        with_qos(cooker.snapshots(), qos.timeline(), cluster, version)
+    ]
+    streams += [s.intervals.views(mapper, host_screen) for s in logs if s.intervals]
+    streams += [li.snapshots(mapper) for li in linux]
+    engine = Engine(diagnose_cfg)
+    rec = Recorder()
+    unread: dict[str, Step] = {}  # each host's latest calm interval, stored only when a judgement reads it
+    for item in merged(*streams):
+        if isinstance(item, Step):
+            if item.calm is not None and engine.settled():
+                unread[item.host] = item
+                rec.note(item.calm)
+                if tick is not None:
+                    tick(1)
+                continue
+            unread.pop(item.host, None)  # its newer view replaces it
+            snap = item.build()
+        else:
+            snap = item
+        quiet = (
             calm(snap.view, th, capacity)
             if screened and isinstance(snap.view, HostView) and engine.settled()
             else None
         )
-        if calm_subjects is not None:
+        if quiet is not None:
             engine.absorb(snap)
-            rec.note(calm_subjects)
+            rec.note(quiet)
         else:
+            for step in unread.values():  # the other hosts' views as they are now, for this judgement
+                engine.absorb(step.build())
+            unread.clear()
             engine.update(snap)
             rec.observe(engine, snap.timestamp)
         if tick is not None:
             tick(1)
+    for step in unread.values():
+        engine.absorb(step.build())
     found = rec.finish(engine)
     warnings: list[str] = []
     by_path = {str(inp.path): r for r, inp in zip(ontap_results, ontap, strict=True)}

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from operator import itemgetter
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from sanlens.hosts.mapping import DiskMapping
-from sanlens.hosts.perfmon_source import littles_law
 from sanlens.model import HostDiskStats, HostView, Snapshot
 
 MAX_STEPS = 2048
@@ -141,56 +140,73 @@ class HostIntervals:
 
     def snapshots(self, mapper: Mapper) -> Iterator[Snapshot]:
         """One HostView per host per interval, in time order, with each disk's mapping applied."""
-        # each disk's columns, grouped once (not per interval), disks in (host, disk) order; a disk
-        # takes the drives of its last column with a value (one tuple for all its columns, as a rule)
+        for step in self.views(mapper):
+            yield step.build()
+
+    def views(self, mapper: Mapper, screen: Screen | None = None) -> Iterator[Step]:
+        """Each host's interval in time order, its view built on demand; ``screen`` (host_screen)
+        marks the calm ones, read over every interval's disks at once."""
+        keys = sorted(self.buckets)
+        if not keys:
+            return
+        means = np.stack([self.means(self.buckets[k]) for k in keys])
+        lasts = [self.buckets[k].last for k in keys]
+        hosts: dict[str, list[_Disk]] = {}
+        for disk in self._disks(means, mapper):
+            hosts.setdefault(disk.host, []).append(disk)
+        calm: dict[str, list[dict[str, list[str]] | None]] = {}
+        if screen is not None:
+            for host, disks in hosts.items():
+                calm[host] = screen([d.template for d in disks], partial(_stack, disks), len(keys))
+        prev: float | None = None
+        for t, last in enumerate(lasts):
+            dt = last - prev if prev is not None and last > prev else None
+            prev = last
+            for host, disks in hosts.items():
+                if not any(d.seen[t] for d in disks):
+                    continue
+                quiet = calm[host][t] if host in calm else None
+                yield Step(last, host, quiet, partial(_view, host, last, dt, disks, t))
+
+    def _disks(self, means: np.ndarray, mapper: Mapper) -> Iterator[_Disk]:
+        """Each disk's fields over all intervals, as the engine reads them: % idle as a ratio, and
+        latency from Little's law where the queue was logged (see ``_LITTLE``)."""
         groups: dict[tuple[str, str], list[tuple[int, str, tuple[str, ...]]]] = {}
         for j, (host, disk, drives, name) in enumerate(self.columns):
             groups.setdefault((host, disk), []).append((j, name, drives))
-        disks = [
-            (
-                host,
-                disk,
-                itemgetter(*(j for j, _n, _d in cols)),
-                [n for _j, n, _d in cols],
-                [d for *_, d in cols],
-            )
-            for (host, disk), cols in sorted(groups.items())
-        ]
-        mapped: dict[tuple[str, str, tuple[str, ...]], dict[str, Any]] = {}
-        prev: float | None = None
-        for k in sorted(self.buckets):
-            b = self.buckets[k]
-            vals = self.means(b).tolist()
-            dt = b.last - prev if prev is not None and b.last > prev else None
-            prev = b.last
-            by_host: dict[str, list[HostDiskStats]] = {}
-            for host, disk, pick, names, drvs in disks:
-                got = pick(vals)
-                if len(names) == 1:
-                    got = (got,)
-                fields: dict[str, Any] = {n: v for n, v in zip(names, got, strict=True) if v == v}
-                if not fields:
+        for (host, disk), cols in sorted(groups.items()):
+            idx = [j for j, _n, _d in cols]
+            sub = means[:, idx]
+            seen = ~np.isnan(sub)
+            fields: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            for i, (_j, n, _d) in enumerate(cols):
+                v, p = sub[:, i], seen[:, i]
+                if n in fields:  # two columns of one field: the later one where it has a value
+                    v0, p0 = fields[n]
+                    v, p = np.where(p, v, v0), p | p0
+                fields[n] = (v, p)
+            if "idle_ratio" in fields:
+                v, p = fields["idle_ratio"]
+                with np.errstate(invalid="ignore"):
+                    fields["idle_ratio"] = (np.minimum(np.maximum(v / 100.0, 0.0), 1.0), p)
+            for queue, iops, latency in _LITTLE:
+                if queue not in fields:
                     continue
-                drv = (
-                    drvs[-1]
-                    if len(fields) == len(names)
-                    else [d for d, v in zip(drvs, got, strict=True) if v == v][-1]
-                )
-                if "idle_ratio" in fields:
-                    fields["idle_ratio"] = min(max(fields["idle_ratio"] / 100.0, 0.0), 1.0)
-                for queue, iops, latency in _LITTLE:
-                    mean = littles_law(fields.pop(queue, None), fields.get(iops), fields.get(latency))
-                    if mean is not None:
-                        fields[latency] = mean
-                mk = (host, disk, drv)
-                base = mapped.get(mk)
-                if base is None:
-                    m = mapper(host, disk, drv)
-                    base = mapped[mk] = {"lun_serial": m.lun_serial} | {a: getattr(m, a) for a in _MAPPED}
-                stats = HostDiskStats(host, disk, drv, **(base | fields))
-                by_host.setdefault(host, []).append(stats)
-            for host, host_disks in by_host.items():
-                yield Snapshot(host, "host", b.last, view=HostView(host, b.last, dt, tuple(host_disks)))
+                q, qp = fields.pop(queue)
+                rate, rp = fields.get(iops, (np.full(len(q), np.nan), np.zeros(len(q), dtype=bool)))
+                lat, lp = fields.get(latency, (np.full(len(q), np.nan), np.zeros(len(q), dtype=bool)))
+                use = (
+                    qp & rp & (np.nan_to_num(rate, nan=1.0) != 0)
+                )  # littles_law: a queue and a non-zero rate
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    fields[latency] = (np.where(use, q / np.where(use, rate, 1.0), lat), use | lp)
+            col_drives = [d for _j, _n, d in cols]
+            # a disk takes the drives of its last column with a value (one tuple for all its columns, as a rule)
+            by_step: list[tuple[str, ...]] | None = None
+            if len(set(col_drives)) > 1:
+                newest = np.where(seen.any(axis=1), len(cols) - 1 - np.argmax(seen[:, ::-1], axis=1), 0)
+                by_step = [col_drives[k] for k in newest.tolist()]
+            yield _Disk(host, disk, col_drives[-1], by_step, fields, seen.any(axis=1), mapper)
 
     def chart_points(self, max_points: int = 400) -> dict[DiskColumn, list[tuple[float, float]]]:
         """Per disk column, at most ``max_points`` (time, value) points: consecutive intervals merged."""
@@ -206,3 +222,70 @@ class HostIntervals:
                 if v == v:
                     out[c].append((merged.last, v))
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One host's interval: its time, whether a screen found it calm (then the subjects each
+    diagnosis judged ok), and its view, built only when something reads it."""
+
+    timestamp: float
+    host: str
+    calm: dict[str, list[str]] | None
+    build: Callable[[], Snapshot]
+
+
+# the host's disk templates, a field's values over every interval (rows) and disk (columns) with
+# where it was given, the number of intervals -> per interval the subjects judged ok when it is
+# calm, else None (sanlens.analyze.host_screen)
+Screen = Callable[
+    [list[HostDiskStats], Callable[[str], tuple[np.ndarray, np.ndarray]], int],
+    list[dict[str, list[str]] | None],
+]
+
+
+class _Disk:
+    """One disk's transformed fields over all intervals and its mapping (per drive set)."""
+
+    def __init__(
+        self,
+        host: str,
+        disk: str,
+        drives: tuple[str, ...],
+        by_step: list[tuple[str, ...]] | None,
+        fields: dict[str, tuple[np.ndarray, np.ndarray]],
+        seen: np.ndarray,
+        mapper: Mapper,
+    ) -> None:
+        self.host, self.disk, self.drives, self.by_step = host, disk, drives, by_step
+        self.fields = fields
+        self.seen = seen.tolist()
+        self.mapper = mapper
+        self._bases: dict[tuple[str, ...], dict[str, Any]] = {}
+        # mapped first with the drives of its first interval with a value, as the views are built
+        first = by_step[self.seen.index(True)] if by_step is not None and True in self.seen else drives
+        self.template = HostDiskStats(host, disk, first, **self.base(first))
+
+    def base(self, drives: tuple[str, ...]) -> dict[str, Any]:
+        hit = self._bases.get(drives)
+        if hit is None:
+            m = self.mapper(self.host, self.disk, drives)
+            hit = self._bases[drives] = {"lun_serial": m.lun_serial} | {a: getattr(m, a) for a in _MAPPED}
+        return hit
+
+    def stats(self, t: int) -> HostDiskStats:
+        values = {n: float(v[t]) for n, (v, p) in self.fields.items() if p[t]}
+        drives = self.drives if self.by_step is None else self.by_step[t]
+        return HostDiskStats(self.host, self.disk, drives, **(self.base(drives) | values))
+
+
+def _stack(disks: list[_Disk], name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A field over every interval (rows) and disk (columns), and where it was given."""
+    steps = len(disks[0].seen)
+    values = [d.fields.get(name, (np.full(steps, np.nan), np.zeros(steps, dtype=bool))) for d in disks]
+    return np.stack([v for v, _p in values], axis=1), np.stack([p for _v, p in values], axis=1)
+
+
+def _view(host: str, last: float, dt: float | None, disks: list[_Disk], t: int) -> Snapshot:
+    stats = tuple(d.stats(t) for d in disks if d.seen[t])
+    return Snapshot(host, "host", last, view=HostView(host, last, dt, stats))

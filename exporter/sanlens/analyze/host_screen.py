@@ -17,7 +17,7 @@ calm interval's evaluation changes nothing but which subjects were judged, and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,24 +26,39 @@ from sanlens.diagnose.base import Thresholds, disk_key
 from sanlens.model import HostDiskStats, HostView
 
 OK, UNJUDGED, MAYBE = 0, -1, 1
-_FIELDS = ("read_iops", "write_iops", "read_latency_s", "write_latency_s", "idle_ratio")
-_MORE = ("outstanding_io", "queue_length")
+# what the screens read of a disk's numbers
+FIELDS = (
+    "read_iops",
+    "write_iops",
+    "read_latency_s",
+    "write_latency_s",
+    "idle_ratio",
+    "queue_length",
+    "outstanding_io",
+)
 
 
 class Columns:
-    """A view's disks as float arrays (None, NaN and inf are NaN: no data, as ``num`` reads them)."""
+    """Disks' fields as float arrays, one column per disk (rows: intervals, or one view), NaN where
+    there is no number (None, NaN and inf, as ``num`` reads them); and where each read rate was given."""
 
-    def __init__(self, disks: tuple[HostDiskStats, ...], extra: bool) -> None:
-        self.disks = disks
-        names = _FIELDS + (_MORE if extra else ())
-        raw = [[getattr(d, f) for f in names] for d in disks]
-        a = np.array(raw, dtype=np.float64).reshape(len(disks), len(names))  # None -> nan
-        a[~np.isfinite(a)] = np.nan
-        self.cols = {f: a[:, i] for i, f in enumerate(names)}
+    def __init__(
+        self, disks: Sequence[HostDiskStats], cols: dict[str, np.ndarray], read_iops_given: np.ndarray
+    ):
+        self.disks = disks  # what the mapping says of each disk (class, queue depth, paths, local)
+        self.cols = {f: np.where(np.isfinite(v), v, np.nan) for f, v in cols.items()}
         # latency_slo and san_oversubscription set level 0, not None, where the read rate is present
         # but not a number: ``is not None`` there, not ``num``
-        self.read_iops_given = np.array([d.read_iops is not None for d in disks])
+        self.read_iops_given = read_iops_given
         self.san = np.array([d.mapped or not d.local for d in disks])  # Context.san_disk, no cluster polled
+
+    @classmethod
+    def of(cls, disks: Sequence[HostDiskStats]) -> Columns:
+        """One view's disks."""
+        raw = np.array([[getattr(d, f) for f in FIELDS] for d in disks], dtype=np.float64)
+        raw = raw.reshape(len(disks), len(FIELDS))  # None -> nan
+        given = np.array([d.read_iops is not None for d in disks])
+        return cls(disks, {f: raw[:, i] for i, f in enumerate(FIELDS)}, given)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.cols[name]
@@ -60,8 +75,8 @@ def _worst(c: Columns, th: Thresholds) -> tuple[np.ndarray, np.ndarray]:
             for d in c.disks
         ]
     )
-    fires = np.zeros(len(c.disks), dtype=bool)
-    judged = np.zeros(len(c.disks), dtype=bool)
+    fires = np.zeros(c["read_iops"].shape, dtype=bool)
+    judged = np.zeros(c["read_iops"].shape, dtype=bool)
     for iops, lat in (("read_iops", "read_latency_s"), ("write_iops", "write_latency_s")):
         with np.errstate(invalid="ignore"):
             qual = (c[iops] >= min_iops) & np.isfinite(c[lat])
@@ -71,10 +86,8 @@ def _worst(c: Columns, th: Thresholds) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _levels(subject: np.ndarray, maybe: np.ndarray, judged: np.ndarray) -> np.ndarray:
-    out = np.where(judged, OK, UNJUDGED)
-    out[maybe] = MAYBE
-    out[~subject] = UNJUDGED
-    return out
+    out = np.where(maybe, MAYBE, np.where(judged, OK, UNJUDGED))
+    return np.where(subject, out, UNJUDGED)
 
 
 def latency(c: Columns, th: Thresholds, capacity: float | None) -> np.ndarray:
@@ -152,17 +165,47 @@ SCREENS: Mapping[str, Screen] = {
 UNSCREENED = ("volume_iops_ceiling",)
 
 
+def _calm(c: Columns, th: Thresholds, capacity: float | None) -> list[dict[str, list[str]] | None]:
+    """Per row of ``c``: the subjects each diagnosis judges ok when the row is calm, else None."""
+    if any(d.volume for d in c.disks):
+        return [None] * len(c.read_iops_given)
+    keys = [disk_key(d) for d in c.disks]
+    shape = c["read_iops"].shape
+    levels = {did: np.broadcast_to(screen(c, th, capacity), shape) for did, screen in SCREENS.items()}
+    raised = np.zeros(shape[0], dtype=bool)
+    for lv in levels.values():
+        raised |= (lv == MAYBE).any(axis=1)
+    out: list[dict[str, list[str]] | None] = []
+    for t, up in enumerate(raised.tolist()):
+        if up:
+            out.append(None)
+            continue
+        out.append(
+            {did: [keys[j] for j in np.flatnonzero(lv[t] == OK).tolist()] for did, lv in levels.items()}
+        )
+    return out
+
+
 def calm(view: HostView, th: Thresholds, capacity: float | None = None) -> dict[str, list[str]] | None:
     """The subjects each diagnosis judges ok in ``view``, when every disk is surely ok or not judged;
     None when a disk may be raised (or one is mapped to a volume): judge the view in full."""
-    disks = view.disks
-    if any(d.volume for d in disks):
-        return None
-    c = Columns(disks, extra=True)
-    out: dict[str, list[str]] = {}
-    for did, screen in SCREENS.items():
-        levels = screen(c, th, capacity)
-        if (levels == MAYBE).any():
-            return None
-        out[did] = [disk_key(disks[i]) for i in np.flatnonzero(levels == OK).tolist()]
-    return out
+    c = Columns.of(view.disks)
+    c.read_iops_given = c.read_iops_given[np.newaxis, :]
+    c.cols = {f: v[np.newaxis, :] for f, v in c.cols.items()}
+    return _calm(c, th, capacity)[0]
+
+
+def steps_screen(
+    th: Thresholds, capacity: float | None = None
+) -> Callable[..., list[dict[str, list[str]] | None]]:
+    """A screen for ``HostIntervals.views``: a host's disks over every interval at once."""
+
+    def screen(
+        disks: list[HostDiskStats], field: Callable[[str], tuple[np.ndarray, np.ndarray]], steps: int
+    ) -> list[dict[str, list[str]] | None]:
+        read = {f: field(f) for f in FIELDS}
+        return _calm(
+            Columns(disks, {f: v for f, (v, _given) in read.items()}, read["read_iops"][1]), th, capacity
+        )
+
+    return screen
