@@ -251,12 +251,24 @@ def main(argv: list[str] | None = None) -> int:
         help="trace the exporter's allocations (FRAMES deep) and print what grew after the warm-up",
     )
     ap.add_argument("--top", type=int, default=15, help="growers printed with --tracemalloc (15)")
+    ap.add_argument(
+        "--faults",
+        default="",
+        metavar="NAMES",
+        help="comma-separated faults to run, by name (default: every one, in turn)",
+    )
     args = ap.parse_args(argv)
 
     total = args.minutes * 60.0
     warmup = min(max(3 * args.interval, 0.15 * total), 300.0)
     cooldown = min(max(2 * args.interval + 10.0, 0.10 * total), 300.0)
     plan = faults(args.read_timeout)
+    if args.faults:
+        chosen = {n.strip() for n in args.faults.split(",")}
+        unknown = chosen - {name for name, _on, _off in plan}
+        if unknown:
+            ap.error(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(n for n, _a, _b in plan)}")
+        plan = [f for f in plan if f[0] in chosen]
     phase = max((total - warmup - cooldown) / (2 * len(plan)), 1.0)  # each fault on, then off, this long
 
     workdir = Path(tempfile.mkdtemp(prefix="sanlens-soak-"))

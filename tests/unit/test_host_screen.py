@@ -27,6 +27,7 @@ from sanlens.model import HostDiskStats, HostView
 
 DATA = Path(__file__).parents[1] / "data"
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
 
 def _value(rnd: random.Random, around: list[float]) -> float | None:
@@ -151,11 +152,33 @@ def _run(paths: list[Path], screen: bool) -> diagnoses.Findings:
                 close()
 
 
-def _generated(tmp_path: Path) -> Path:
+def _flapping(tmp_path: Path, host: str, shift: int) -> Path:
+    """Four disks a minute apart for 400 minutes: one waits while idle, stops for five minutes (less
+    than an exit window) and starts again; one queues at the log's end; one flaps every few minutes;
+    one has blank cells. ``shift`` moves the troubles, so two hosts' come and go at other times."""
+    from perfmon_logs import disk_columns, write_log
+
+    cols = [c for d in ("1 E:", "2 F:", "3 G:", "4 H:") for c in disk_columns(host, d)]
+    rows = []
+    for i in range(400):
+        k = (i + shift) % 400
+        calm = [800.0, 200.0, 0.002, 0.001, 60.0, 1.0]
+        d1 = [60.0, 20.0, 0.2, 0.1, 90.0, 1.0] if 50 <= k < 80 or 85 <= k < 120 else calm
+        d2 = [3000.0, 500.0, 0.009, 0.004, 2.0, 40.0] if k >= 370 else calm
+        d3 = [60.0, 20.0, 0.05, 0.01, 95.0, 1.0] if (k // 3) % 4 == 0 else calm
+        d4 = [None, None, None, None, 50.0, None] if k % 7 == 0 else calm
+        rows.append((1_700_000_000.0 + 60 * i, d1 + d2 + d3 + d4))
+    return write_log(tmp_path / f"flap-{host}.csv", cols, rows)
+
+
+def _generated(tmp_path: Path, host: str = "SQL01", seed: int = 1) -> Path:
+    """The report benchmark's 64-disk log: one disk waits while idle, another queues, a tenth of it."""
     from report_scale import generate_disks
 
-    log = tmp_path / "disks.csv"
-    generate_disks(log, 2.0)
+    log = tmp_path / f"disks-{host}.csv"
+    generate_disks(log, 2.0, seed=seed)
+    if host != "SQL01":
+        log.write_text(log.read_text().replace("\\\\SQL01\\", f"\\\\{host}\\"))
     return log
 
 
@@ -167,17 +190,27 @@ def _generated(tmp_path: Path) -> Path:
         ["linux/marslo-ibook-rhel7-iostat-x.txt"],
         ["linux/constructed-short-io-kernel515-iostat-xt.txt"],
         ["generated"],
+        ["generated", "generated-SQL02", "linux/marslo-ibook-rhel7-iostat-x.txt"],
+        ["flapping"],
+        ["flapping", "flapping-2"],
     ],
 )
 def test_screened_runs_find_what_judging_every_interval_finds(inputs: list[str], tmp_path: Path) -> None:
-    paths = [_generated(tmp_path) if i == "generated" else DATA / i for i in inputs]
+    paths = [
+        _generated(tmp_path, *((i.split("-")[1], 2) if "-" in i else ()))
+        if i.startswith("generated")
+        else _flapping(tmp_path, "FLAP" + i[9:], 173 if "-" in i else 0)
+        if i.startswith("flapping")
+        else DATA / i
+        for i in inputs
+    ]
     full = _run(paths, screen=False)
     fast = _run(paths, screen=True)
     assert fast.diagnoses == full.diagnoses
     assert fast.judged == full.judged
     assert fast.updates == full.updates
     assert full.screened == 0
-    if inputs == ["generated"]:
+    if inputs[0] == "generated":
         # a tenth of the log is in trouble: the calm rest is screened, the trouble judged
         assert full.diagnoses, "the generated log's troubled disks are found"
         assert fast.screened > full.updates // 2, (fast.screened, full.updates)

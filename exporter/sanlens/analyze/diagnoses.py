@@ -185,21 +185,31 @@ def finish(
     unread: dict[str, Step] = {}  # each host's latest calm interval, stored only when a judgement reads it
     for item in merged(*streams):
         if isinstance(item, Step):
-            if item.calm is not None and engine.settled():
+            seen = item.screened
+            if seen is not None and seen.calm and engine.settled():
                 unread[item.host] = item
-                rec.note(item.calm)
+                rec.note(seen.ok)
                 if tick is not None:
                     tick(1)
                 continue
             unread.pop(item.host, None)  # its newer view replaces it
-            snap = item.build()
+            if seen is None:
+                snap = item.build()
+            else:
+                # the disks a screen saw surely ok and no track follows change nothing when judged:
+                # the view holds the others, and the recorder the subjects judged ok
+                mine = f"{item.host}/disk "
+                followed = {k[len(mine) :] for k in engine.tracked() if k.startswith(mine)}
+                snap = item.build(seen.raised | followed)
+                rec.note(seen.ok, update=False)
+            quiet = None
         else:
             snap = item
-        quiet = (
-            calm(snap.view, th, capacity)
-            if screened and isinstance(snap.view, HostView) and engine.settled()
-            else None
-        )
+            quiet = (
+                calm(snap.view, th, capacity)
+                if screened and isinstance(snap.view, HostView) and engine.settled()
+                else None
+            )
         if quiet is not None:
             engine.absorb(snap)
             rec.note(quiet)

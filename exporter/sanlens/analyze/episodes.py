@@ -61,10 +61,12 @@ class Recorder:
             if ep.since is None:
                 ep.since = f.get("since")
 
-    def note(self, judged: dict[str, list[str]]) -> None:
-        """An update judged only by its screen (every subject ok, nothing pending): its subjects."""
-        self.updates += 1
-        self.screened += 1
+    def note(self, judged: dict[str, list[str]], update: bool = True) -> None:
+        """Subjects a screen saw judged ok: of an update it alone judged (every subject ok, nothing
+        pending), or, ``update`` False, of the disks it kept out of the engine's view."""
+        if update:
+            self.updates += 1
+            self.screened += 1
         for did, subjects in judged.items():
             self.judged[did].update(subjects)
 

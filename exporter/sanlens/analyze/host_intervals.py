@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sanlens.analyze.host_screen import Screened
 from sanlens.hosts.mapping import DiskMapping
 from sanlens.model import HostDiskStats, HostView, Snapshot
 
@@ -154,7 +155,7 @@ class HostIntervals:
         hosts: dict[str, list[_Disk]] = {}
         for disk in self._disks(means, mapper):
             hosts.setdefault(disk.host, []).append(disk)
-        calm: dict[str, list[dict[str, list[str]] | None]] = {}
+        calm: dict[str, list[Screened | None]] = {}
         if screen is not None:
             for host, disks in hosts.items():
                 calm[host] = screen([d.template for d in disks], partial(_stack, disks), len(keys))
@@ -165,8 +166,8 @@ class HostIntervals:
             for host, disks in hosts.items():
                 if not any(d.seen[t] for d in disks):
                     continue
-                quiet = calm[host][t] if host in calm else None
-                yield Step(last, host, quiet, partial(_view, host, last, dt, disks, t))
+                screened = calm[host][t] if host in calm else None
+                yield Step(last, host, screened, partial(_view, host, last, dt, disks, t))
 
     def _disks(self, means: np.ndarray, mapper: Mapper) -> Iterator[_Disk]:
         """Each disk's fields over all intervals, as the engine reads them: % idle as a ratio, and
@@ -226,21 +227,19 @@ class HostIntervals:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One host's interval: its time, whether a screen found it calm (then the subjects each
-    diagnosis judged ok), and its view, built only when something reads it."""
+    """One host's interval: its time, what a screen saw of it (``sanlens.analyze.host_screen``),
+    and its view, built only when something reads it (of the disks ``keep`` names, when given)."""
 
     timestamp: float
     host: str
-    calm: dict[str, list[str]] | None
-    build: Callable[[], Snapshot]
+    screened: Screened | None  # None: not screened
+    build: Callable[..., Snapshot]
 
 
 # the host's disk templates, a field's values over every interval (rows) and disk (columns) with
-# where it was given, the number of intervals -> per interval the subjects judged ok when it is
-# calm, else None (sanlens.analyze.host_screen)
+# where it was given, the number of intervals -> per interval what the screens saw (host_screen)
 Screen = Callable[
-    [list[HostDiskStats], Callable[[str], tuple[np.ndarray, np.ndarray]], int],
-    list[dict[str, list[str]] | None],
+    [list[HostDiskStats], Callable[[str], tuple[np.ndarray, np.ndarray]], int], list[Screened | None]
 ]
 
 
@@ -286,6 +285,8 @@ def _stack(disks: list[_Disk], name: str) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([v for v, _p in values], axis=1), np.stack([p for _v, p in values], axis=1)
 
 
-def _view(host: str, last: float, dt: float | None, disks: list[_Disk], t: int) -> Snapshot:
-    stats = tuple(d.stats(t) for d in disks if d.seen[t])
+def _view(
+    host: str, last: float, dt: float | None, disks: list[_Disk], t: int, keep: frozenset[str] | None = None
+) -> Snapshot:
+    stats = tuple(d.stats(t) for d in disks if d.seen[t] and (keep is None or d.disk in keep))
     return Snapshot(host, "host", last, view=HostView(host, last, dt, stats))

@@ -18,6 +18,7 @@ calm interval's evaluation changes nothing but which subjects were judged, and t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -165,24 +166,33 @@ SCREENS: Mapping[str, Screen] = {
 UNSCREENED = ("volume_iops_ceiling",)
 
 
-def _calm(c: Columns, th: Thresholds, capacity: float | None) -> list[dict[str, list[str]] | None]:
-    """Per row of ``c``: the subjects each diagnosis judges ok when the row is calm, else None."""
+class Screened(NamedTuple):
+    """One view as the screens see it: the subjects each diagnosis surely judges ok, and the disks
+    (by name) one may raise. ``raised`` empty: the view is calm."""
+
+    ok: dict[str, list[str]]
+    raised: frozenset[str]
+
+    @property
+    def calm(self) -> bool:
+        return not self.raised
+
+
+def _screened(c: Columns, th: Thresholds, capacity: float | None) -> list[Screened | None]:
+    """Per row of ``c``: what the screens say, or None when they cannot say (a disk named a volume)."""
     if any(d.volume for d in c.disks):
         return [None] * len(c.read_iops_given)
     keys = [disk_key(d) for d in c.disks]
+    names = [d.disk for d in c.disks]
     shape = c["read_iops"].shape
     levels = {did: np.broadcast_to(screen(c, th, capacity), shape) for did, screen in SCREENS.items()}
-    raised = np.zeros(shape[0], dtype=bool)
+    raised = np.zeros(shape, dtype=bool)
     for lv in levels.values():
-        raised |= (lv == MAYBE).any(axis=1)
-    out: list[dict[str, list[str]] | None] = []
-    for t, up in enumerate(raised.tolist()):
-        if up:
-            out.append(None)
-            continue
-        out.append(
-            {did: [keys[j] for j in np.flatnonzero(lv[t] == OK).tolist()] for did, lv in levels.items()}
-        )
+        raised |= lv == MAYBE
+    out: list[Screened | None] = []
+    for t in range(shape[0]):
+        ok = {did: [keys[j] for j in np.flatnonzero(lv[t] == OK).tolist()] for did, lv in levels.items()}
+        out.append(Screened(ok, frozenset(names[j] for j in np.flatnonzero(raised[t]).tolist())))
     return out
 
 
@@ -192,20 +202,18 @@ def calm(view: HostView, th: Thresholds, capacity: float | None = None) -> dict[
     c = Columns.of(view.disks)
     c.read_iops_given = c.read_iops_given[np.newaxis, :]
     c.cols = {f: v[np.newaxis, :] for f, v in c.cols.items()}
-    return _calm(c, th, capacity)[0]
+    got = _screened(c, th, capacity)[0]
+    return got.ok if got is not None and got.calm else None
 
 
-def steps_screen(
-    th: Thresholds, capacity: float | None = None
-) -> Callable[..., list[dict[str, list[str]] | None]]:
+def steps_screen(th: Thresholds, capacity: float | None = None) -> Callable[..., list[Screened | None]]:
     """A screen for ``HostIntervals.views``: a host's disks over every interval at once."""
 
     def screen(
         disks: list[HostDiskStats], field: Callable[[str], tuple[np.ndarray, np.ndarray]], steps: int
-    ) -> list[dict[str, list[str]] | None]:
+    ) -> list[Screened | None]:
         read = {f: field(f) for f in FIELDS}
-        return _calm(
-            Columns(disks, {f: v for f, (v, _given) in read.items()}, read["read_iops"][1]), th, capacity
-        )
+        cols = {f: v for f, (v, _given) in read.items()}
+        return _screened(Columns(disks, cols, read["read_iops"][1]), th, capacity)
 
     return screen

@@ -131,6 +131,11 @@ class Engine:
         with self._lock:
             return not self._tracks and not self._ontap and not self._inbox
 
+    def tracked(self) -> frozenset[str]:
+        """The subjects of every track (pending, up or on its exit window), by key."""
+        with self._lock:
+            return frozenset(key for _did, key in self._tracks)
+
     def absorb(self, snapshot: Snapshot) -> None:
         """Store a view without judging it: for a settled engine and a view whose every disk is
         ok or unjudged (``sanlens.analyze.host_screen``), judging would change nothing but which
