@@ -14,6 +14,7 @@ reported against 1.5x.
 
     .venv/bin/python bench/report_scale.py --size-mb 1024 --runs 3
     .venv/bin/python bench/report_scale.py --size-mb 100 --runs 3 --only disks
+    .venv/bin/python bench/report_scale.py --size-mb 5 --runs 3 --only disks   # the 1 s target
 """
 
 from __future__ import annotations
@@ -148,10 +149,16 @@ def main() -> int:
                 wall = statistics.median(r[0] for r in runs)
                 rss = max(r[1] for r in runs)
                 kb = html.stat().st_size / 1024
+                # a log of 5 MB or less has a target of its own: the time to an answer, start-up included
+                small = (
+                    f", target <= 1 s for a log of 5 MB: {'met' if wall <= 1.0 else 'missed'}"
+                    if size <= 5.3e6
+                    else ""
+                )
                 print(
                     f"  {label}: runs {', '.join(f'{r[0]:.1f}s' for r in runs)}; median {wall:.1f}s (<= 60), "
                     f"{wall / bare:.1f}x the csv pass (target 1.5x), peak RSS {rss:.0f} MB (<= 300), "
-                    f"HTML {kb:.0f} KB (< 5120)"
+                    f"HTML {kb:.0f} KB (< 5120){small}"
                 )
                 ok &= wall <= 60 and rss <= 300 and kb < 5120
             log.unlink()
