@@ -14,8 +14,9 @@ after poll, so ``release`` clears those frames' locals first.
 
 The C allocator matters as much: glibc gives each thread that allocates its own arena
 (up to 8 per core), so the poll, table, render and engine threads each keep their own
-high-water mark of freed memory. Two arenas, and handing freed pages back after each
-poll (``malloc_trim``), keep the resident size near what is actually in use.
+high-water mark of freed memory. Two arenas, large blocks always mapped on their own (glibc
+would otherwise move them into the heap once one is freed), and handing freed pages back after
+each poll (``malloc_trim``) keep the resident size near what is actually in use.
 """
 
 from __future__ import annotations
@@ -37,7 +38,12 @@ FULL_COLLECT_EVERY_S = 300.0
 """How often the frozen objects are scanned after all, for cyclic garbage among them."""
 
 MALLOC_ARENAS = 2
-_M_ARENA_MAX = -8  # glibc mallopt parameter
+_M_ARENA_MAX = -8  # glibc mallopt parameters
+_M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 128 * 1024
+"""Blocks this large (a response body, a table's lists) are mapped on their own and unmapped when
+freed. glibc's default starts here too but raises itself after each such free, up to 32 MB, and
+then serves them from the heap, where the holes they leave pin pages between polls."""
 
 _lock = threading.Lock()
 _last_full = time.monotonic()
@@ -59,6 +65,8 @@ def limit_arenas() -> None:
     """Call before the threads start: they then share MALLOC_ARENAS malloc arenas."""
     if _LIBC is not None and not _LIBC.mallopt(_M_ARENA_MAX, MALLOC_ARENAS):
         log.debug("mallopt(M_ARENA_MAX) refused")
+    if _LIBC is not None and not _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD):
+        log.debug("mallopt(M_MMAP_THRESHOLD) refused")
 
 
 def settle() -> None:
