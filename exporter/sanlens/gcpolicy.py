@@ -62,11 +62,16 @@ _LIBC = _libc()
 
 
 def limit_arenas() -> None:
-    """Call before the threads start: they then share MALLOC_ARENAS malloc arenas."""
-    if _LIBC is not None and not _LIBC.mallopt(_M_ARENA_MAX, MALLOC_ARENAS):
-        log.debug("mallopt(M_ARENA_MAX) refused")
-    if _LIBC is not None and not _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD):
-        log.debug("mallopt(M_MMAP_THRESHOLD) refused")
+    """Call before the threads start: they then share MALLOC_ARENAS malloc arenas, and large blocks
+    are mapped on their own (MMAP_THRESHOLD)."""
+    if _LIBC is None:
+        return
+    for name, param, value in (
+        ("M_ARENA_MAX", _M_ARENA_MAX, MALLOC_ARENAS),
+        ("M_MMAP_THRESHOLD", _M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+    ):
+        if not _LIBC.mallopt(param, value):
+            log.debug("mallopt(%s) refused", name)
 
 
 def settle() -> None:

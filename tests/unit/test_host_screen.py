@@ -111,7 +111,7 @@ def test_each_screen_answers_for_its_own_diagnosis(did: str) -> None:
     disks = tuple(_disk(rnd, i, th) for i in range(6000))
     view = HostView("sql01", 1.7e9, 60.0, disks)
     truth = dict(_truth(view, th, None)[did])
-    levels = np.broadcast_to(SCREENS[did](Columns.of(disks), th, None), (len(disks),)).tolist()
+    levels = np.broadcast_to(SCREENS[did](Columns.of(disks), th, None), (1, len(disks)))[0].tolist()
     seen_ok = ok = 0
     for d, got in zip(disks, levels, strict=True):
         want = truth.get(f"{d.host}/disk {d.disk}")

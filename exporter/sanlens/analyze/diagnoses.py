@@ -198,9 +198,7 @@ def finish(
             else:
                 # the disks a screen saw surely ok and no track follows change nothing when judged:
                 # the view holds the others, and the recorder the subjects judged ok
-                mine = f"{item.host}/disk "
-                followed = {k[len(mine) :] for k in engine.tracked() if k.startswith(mine)}
-                snap = item.build(seen.raised | followed)
+                snap = item.build(seen.raised | engine.tracked())
                 rec.note(seen.ok, update=False)
             quiet = None
         else:

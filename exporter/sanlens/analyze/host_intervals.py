@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sanlens.analyze.host_screen import Screened
+from sanlens.diagnose.base import disk_key
 from sanlens.hosts.mapping import DiskMapping
 from sanlens.model import HostDiskStats, HostView, Snapshot
 
@@ -158,7 +159,7 @@ class HostIntervals:
         calm: dict[str, list[Screened | None]] = {}
         if screen is not None:
             for host, disks in hosts.items():
-                calm[host] = screen([d.template for d in disks], partial(_stack, disks), len(keys))
+                calm[host] = screen([d.template for d in disks], partial(_stack, disks))
         prev: float | None = None
         for t, last in enumerate(lasts):
             dt = last - prev if prev is not None and last > prev else None
@@ -194,8 +195,8 @@ class HostIntervals:
                 if queue not in fields:
                     continue
                 q, qp = fields.pop(queue)
-                rate, rp = fields.get(iops, (np.full(len(q), np.nan), np.zeros(len(q), dtype=bool)))
-                lat, lp = fields.get(latency, (np.full(len(q), np.nan), np.zeros(len(q), dtype=bool)))
+                rate, rp = fields.get(iops) or _absent(len(q))
+                lat, lp = fields.get(latency) or _absent(len(q))
                 use = (
                     qp & rp & (np.nan_to_num(rate, nan=1.0) != 0)
                 )  # littles_law: a queue and a non-zero rate
@@ -228,7 +229,8 @@ class HostIntervals:
 @dataclass(frozen=True, slots=True)
 class Step:
     """One host's interval: its time, what a screen saw of it (``sanlens.analyze.host_screen``),
-    and its view, built only when something reads it (of the disks ``keep`` names, when given)."""
+    and its view, built only when something reads it (of the disks whose subject keys ``keep``
+    names, when given)."""
 
     timestamp: float
     host: str
@@ -237,9 +239,9 @@ class Step:
 
 
 # the host's disk templates, a field's values over every interval (rows) and disk (columns) with
-# where it was given, the number of intervals -> per interval what the screens saw (host_screen)
+# where it was given -> per interval what the screens saw (host_screen)
 Screen = Callable[
-    [list[HostDiskStats], Callable[[str], tuple[np.ndarray, np.ndarray]], int], list[Screened | None]
+    [list[HostDiskStats], Callable[[str], tuple[np.ndarray, np.ndarray]]], list[Screened | None]
 ]
 
 
@@ -264,6 +266,7 @@ class _Disk:
         # mapped first with the drives of its first interval with a value, as the views are built
         first = by_step[self.seen.index(True)] if by_step is not None and True in self.seen else drives
         self.template = HostDiskStats(host, disk, first, **self.base(first))
+        self.key = disk_key(self.template)  # the subject the diagnoses know it by
 
     def base(self, drives: tuple[str, ...]) -> dict[str, Any]:
         hit = self._bases.get(drives)
@@ -278,15 +281,20 @@ class _Disk:
         return HostDiskStats(self.host, self.disk, drives, **(self.base(drives) | values))
 
 
+def _absent(steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """A field a disk's columns do not carry: no value in any interval."""
+    return np.full(steps, np.nan), np.zeros(steps, dtype=bool)
+
+
 def _stack(disks: list[_Disk], name: str) -> tuple[np.ndarray, np.ndarray]:
     """A field over every interval (rows) and disk (columns), and where it was given."""
-    steps = len(disks[0].seen)
-    values = [d.fields.get(name, (np.full(steps, np.nan), np.zeros(steps, dtype=bool))) for d in disks]
+    values = [d.fields.get(name) or _absent(len(d.seen)) for d in disks]
     return np.stack([v for v, _p in values], axis=1), np.stack([p for _v, p in values], axis=1)
 
 
 def _view(
     host: str, last: float, dt: float | None, disks: list[_Disk], t: int, keep: frozenset[str] | None = None
 ) -> Snapshot:
-    stats = tuple(d.stats(t) for d in disks if d.seen[t] and (keep is None or d.disk in keep))
+    """The view of interval ``t``: its disks with a value, those ``keep`` names (subject keys) if given."""
+    stats = tuple(d.stats(t) for d in disks if d.seen[t] and (keep is None or d.key in keep))
     return Snapshot(host, "host", last, view=HostView(host, last, dt, stats))

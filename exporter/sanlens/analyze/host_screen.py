@@ -55,11 +55,11 @@ class Columns:
 
     @classmethod
     def of(cls, disks: Sequence[HostDiskStats]) -> Columns:
-        """One view's disks."""
+        """One view's disks: a single row."""
         raw = np.array([[getattr(d, f) for f in FIELDS] for d in disks], dtype=np.float64)
         raw = raw.reshape(len(disks), len(FIELDS))  # None -> nan
-        given = np.array([d.read_iops is not None for d in disks])
-        return cls(disks, {f: raw[:, i] for i, f in enumerate(FIELDS)}, given)
+        given = np.array([[d.read_iops is not None for d in disks]])
+        return cls(disks, {f: raw[np.newaxis, :, i] for i, f in enumerate(FIELDS)}, given)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.cols[name]
@@ -168,7 +168,7 @@ UNSCREENED = ("volume_iops_ceiling",)
 
 class Screened(NamedTuple):
     """One view as the screens see it: the subjects each diagnosis surely judges ok, and the disks
-    (by name) one may raise. ``raised`` empty: the view is calm."""
+    (by subject key) one may raise. ``raised`` empty: the view is calm."""
 
     ok: dict[str, list[str]]
     raised: frozenset[str]
@@ -183,7 +183,6 @@ def _screened(c: Columns, th: Thresholds, capacity: float | None) -> list[Screen
     if any(d.volume for d in c.disks):
         return [None] * len(c.read_iops_given)
     keys = [disk_key(d) for d in c.disks]
-    names = [d.disk for d in c.disks]
     shape = c["read_iops"].shape
     levels = {did: np.broadcast_to(screen(c, th, capacity), shape) for did, screen in SCREENS.items()}
     raised = np.zeros(shape, dtype=bool)
@@ -192,17 +191,14 @@ def _screened(c: Columns, th: Thresholds, capacity: float | None) -> list[Screen
     out: list[Screened | None] = []
     for t in range(shape[0]):
         ok = {did: [keys[j] for j in np.flatnonzero(lv[t] == OK).tolist()] for did, lv in levels.items()}
-        out.append(Screened(ok, frozenset(names[j] for j in np.flatnonzero(raised[t]).tolist())))
+        out.append(Screened(ok, frozenset(keys[j] for j in np.flatnonzero(raised[t]).tolist())))
     return out
 
 
 def calm(view: HostView, th: Thresholds, capacity: float | None = None) -> dict[str, list[str]] | None:
     """The subjects each diagnosis judges ok in ``view``, when every disk is surely ok or not judged;
     None when a disk may be raised (or one is mapped to a volume): judge the view in full."""
-    c = Columns.of(view.disks)
-    c.read_iops_given = c.read_iops_given[np.newaxis, :]
-    c.cols = {f: v[np.newaxis, :] for f, v in c.cols.items()}
-    got = _screened(c, th, capacity)[0]
+    got = _screened(Columns.of(view.disks), th, capacity)[0]
     return got.ok if got is not None and got.calm else None
 
 
@@ -210,7 +206,7 @@ def steps_screen(th: Thresholds, capacity: float | None = None) -> Callable[...,
     """A screen for ``HostIntervals.views``: a host's disks over every interval at once."""
 
     def screen(
-        disks: list[HostDiskStats], field: Callable[[str], tuple[np.ndarray, np.ndarray]], steps: int
+        disks: list[HostDiskStats], field: Callable[[str], tuple[np.ndarray, np.ndarray]]
     ) -> list[Screened | None]:
         read = {f: field(f) for f in FIELDS}
         cols = {f: v for f, (v, _given) in read.items()}
