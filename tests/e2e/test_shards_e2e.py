@@ -76,9 +76,9 @@ NOT_COMPARED = ("instance", "shard")
 # cluster or join missing from a view is a whole series, or all of its value).
 REL_TOL = 0.10
 ABS_TOL = 1e-6  # ratios and seconds of a healthy estate that are zero in one view and 1e-9 in the other
-# A panel drawn in percent compares to one percentage point as well: a small share (a busy disk's 2 %
-# idle) is one minus a large one, and the simulator's per-poll jitter of the large one is a large
-# share of the small one.
+# A panel drawn in percent is a share, and a small share (a busy disk's 2 % idle) is one minus a large
+# one: the rate's step more or fewer at a window's end is REL_TOL of the large share (98 % busy read as
+# 95 %), which is most of the small one. Such a value compares relatively by either share.
 PERCENT_TOL = 0.01
 MIN_HISTORY_S = 60.0
 RANGE_VARS = {**BUILTINS, "__interval": "28s", "__interval_ms": "28000", "__rate_interval": "30s"}
@@ -257,13 +257,16 @@ def at(prom: PrometheusHandle, expr: str, ts: float) -> Series:
     return out
 
 
-def close(a: float, b: float, abs_tol: float) -> bool:
+def close(a: float, b: float, abs_tol: float, share: bool = False) -> bool:
+    """Within REL_TOL or ``abs_tol``; a ``share`` (a ratio of a whole) also when its complement is."""
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
+    if share and math.isclose(1 - a, 1 - b, rel_tol=REL_TOL, abs_tol=abs_tol):
+        return True
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=abs_tol)
 
 
-def mismatch(single: Series, sharded: Series, abs_tol: float | None = ABS_TOL) -> str:
+def mismatch(single: Series, sharded: Series, abs_tol: float | None = ABS_TOL, share: bool = False) -> str:
     """'' when both views hold the same series with close values (``abs_tol`` None: any values)."""
     if single.keys() != sharded.keys():
         only1 = [dict(k) for k in single.keys() - sharded.keys()]
@@ -271,7 +274,7 @@ def mismatch(single: Series, sharded: Series, abs_tol: float | None = ABS_TOL) -
         return f"only single: {only1[:3]}; only sharded: {only2[:3]}"
     if abs_tol is None:
         return ""
-    off = {k: (single[k], sharded[k]) for k in single if not close(single[k], sharded[k], abs_tol)}
+    off = {k: (single[k], sharded[k]) for k in single if not close(single[k], sharded[k], abs_tol, share)}
     return f"values differ: {[(dict(k), v) for k, v in list(off.items())[:3]]}" if off else ""
 
 
@@ -302,12 +305,13 @@ def compare(
     Near-equal series on either side of a panel's worst-N cut may fall in or out of it by a hair of
     timing: when the series differ, the query runs again without the cut, where every series must match.
     """
-    tol = PROCESS_CLOCKS.get(c.key, PERCENT_TOL if unit == "percentunit" else ABS_TOL)
+    share = unit == "percentunit"
+    tol = PROCESS_CLOCKS.get(c.key, PERCENT_TOL if share else ABS_TOL)
     a, b = at(one, c.expr, ts), at(two, c.expr, ts)
-    problem = mismatch(a, b, tol)
+    problem = mismatch(a, b, tol, share)
     if problem and TOPK.search(c.expr) and a.keys() != b.keys():
         uncut = TOPK.sub("topk(100000,", c.expr)
-        again = mismatch(at(one, uncut, ts), at(two, uncut, ts), tol)
+        again = mismatch(at(one, uncut, ts), at(two, uncut, ts), tol, share)
         return (f"{problem}; without the cut: {again}" if again else ""), bool(a), not again, 0.0
     relative = c.key not in PROCESS_CLOCKS and unit != "percentunit"
     return problem, bool(a), False, spread(a, b) if relative else 0.0
