@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from sanlens.ontap.catalogue import unit_scale
 from sanlens.ontap.cooking import MAX_RATE, CounterRow, CounterSpec, cook_row, cook_table
+from sanlens.ontap.row_block import RowBlock
 
 SCHEMA = {
     "ops": CounterSpec("rate", "", "per_sec"),
@@ -86,10 +87,14 @@ def reference(prev: CounterRow, cur: CounterRow, dt: float | None) -> list[tuple
     return out or None
 
 
+def block(rows: list[CounterRow]) -> RowBlock:
+    return RowBlock.of_rows(TABLE, rows)
+
+
 def flat(table: Any) -> dict[str, list[tuple[str, str, float]]]:
-    got: dict[str, list[tuple[str, str, float]]] = {r.instance: [] for r in table.rows}
+    got: dict[str, list[tuple[str, str, float]]] = {r.instance: [] for r in table.refs()}
     for col in table.columns:
-        for row, v in zip(table.rows, col.values, strict=True):
+        for row, v in zip(table.refs(), col.values, strict=True):
             if v is None:
                 continue
             if col.labelled:
@@ -134,7 +139,7 @@ def tables(draw: Any) -> list[tuple[CounterRow, CounterRow, float | None]]:
 @given(tables())
 def test_a_table_cooked_by_columns_equals_each_row_cooked_by_the_rules(rows: Any) -> None:
     prevs, curs, dts = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
-    got = flat(cook_table(TABLE, prevs, curs, dts, {TABLE: SCHEMA}, MIN_OPS))
+    got = flat(cook_table(block(prevs), block(curs), dts, {TABLE: SCHEMA}, MIN_OPS))
     want = {c.instance: v for p, c, dt in rows if (v := reference(p, c, dt)) is not None}
     assert set(got) == set(want)
     for instance, values in want.items():
@@ -145,7 +150,7 @@ def test_a_table_cooked_by_columns_equals_each_row_cooked_by_the_rules(rows: Any
 @given(tables())
 def test_one_row_cooked_alone_is_that_row_of_its_table(rows: Any) -> None:
     prevs, curs, dts = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
-    whole = flat(cook_table(TABLE, prevs, curs, dts, {TABLE: SCHEMA}, MIN_OPS))
+    whole = flat(cook_table(block(prevs), block(curs), dts, {TABLE: SCHEMA}, MIN_OPS))
     for p, c, dt in rows:
         alone = [(x.counter, x.label, x.value) for x in cook_row(p, c, dt, {TABLE: SCHEMA}, MIN_OPS)]
         assert sorted(alone) == sorted(whole.get(c.instance, []))
@@ -163,8 +168,8 @@ def test_the_common_table_takes_the_comprehension_path_and_keeps_every_row() -> 
         )
         for i in range(4)
     ]
-    t = cook_table(TABLE, prevs, curs, [60.0] * 4, {TABLE: SCHEMA}, MIN_OPS)
-    assert [r.instance for r in t.rows] == ["i0", "i1", "i2", "i3"]
+    t = cook_table(block(prevs), block(curs), [60.0] * 4, {TABLE: SCHEMA}, MIN_OPS)
+    assert [r.instance for r in t.refs()] == ["i0", "i1", "i2", "i3"]
     cols = {c.counter: c.values for c in t.columns}
     assert cols["ops"] == [0.0, 10.0, 20.0, 30.0]  # 600·i ops over 60 s
     assert cols["lat"][0] is None  # no ops: no latency

@@ -21,6 +21,7 @@ from sanlens.ontap.cooking import CookedTable, cook_table
 from sanlens.ontap.counter_json import rows_from_response
 from sanlens.ontap.inventory import Inventory
 from sanlens.ontap.qos_views import centre_times, policies, row_filter, workloads
+from sanlens.ontap.row_block import RowBlock
 
 BASE = "https://c1.example"
 DT = 60.0
@@ -120,10 +121,10 @@ def inventory() -> Inventory:
 def cook(min_ops: float = 1.0) -> dict[str, CookedTable]:
     out = {}
     for table, (a, b) in samples().items():
-        prev = rows_from_response({"records": a}, table=table)
-        cur = rows_from_response({"records": b}, table=table)
+        prev = RowBlock.of_rows(table, rows_from_response({"records": a}, table=table))
+        cur = RowBlock.of_rows(table, rows_from_response({"records": b}, table=table))
         ops = 0.0 if table.startswith("qos_detail") else min_ops
-        out[table] = cook_table(table, prev, cur, [DT] * len(cur), None, ops)
+        out[table] = cook_table(prev, cur, [DT] * len(cur), None, ops)
     return out
 
 

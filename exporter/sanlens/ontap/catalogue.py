@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -148,11 +148,22 @@ class LabelDef:
         for src in self.sources:
             v = row_id if src == "id" else props.get(src, "")
             if v:
-                if self.split and self.split in v:
-                    parts = v.split(self.split)
-                    return parts[self.index] if -len(parts) <= self.index < len(parts) else ""
-                return v
+                return self._part(v)
         return ""
+
+    def column(self, props: Mapping[str, Sequence[str | None]], ids: Sequence[str]) -> list[str]:
+        """:meth:`value` of every row of a block's columns (``props``: property -> value per row)."""
+        absent = [None] * len(ids)
+        cols = [ids if src == "id" else props.get(src) or absent for src in self.sources]
+        if len(cols) == 1:
+            return [self._part(v) if v else "" for v in cols[0]]
+        return [next((self._part(v) for v in vs if v), "") for vs in zip(*cols, strict=True)]
+
+    def _part(self, v: str) -> str:
+        if self.split and self.split in v:
+            parts = v.split(self.split)
+            return parts[self.index] if -len(parts) <= self.index < len(parts) else ""
+        return v
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,15 +31,16 @@ from sanlens.ontap.collector_metrics import CLUSTER_INFO_HELP, MALFORMED_HELP
 from sanlens.ontap.cooking import (
     CaptureError,
     CookedTable,
-    CounterRow,
     CounterSpec,
     cook_table,
     keeps_partial,
+    pair,
 )
-from sanlens.ontap.counter_json import parse_schema_doc, record_problem, rows_from_response
+from sanlens.ontap.counter_json import decode_records, parse_schema_doc, record_problem
 from sanlens.ontap.inputs import status
 from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_qos, fetch_static, identities
 from sanlens.ontap.qos_reader import QosRead, QosReader
+from sanlens.ontap.row_block import RowBlock
 from sanlens.ontap.views import build_view, table_fields
 
 __all__ = ["CLUSTER_INFO_HELP", "MALFORMED_HELP", "OntapSource"]
@@ -96,7 +97,7 @@ class OntapSource:
         self._inventory_at = 0.0
         self.identities: tuple[LunIdentity, ...] = ()  # the inventory's LUNs and namespaces, for the join
         self._schemas: dict[str, _Schema] = {}
-        self._prev: dict[str, tuple[float, dict[str, CounterRow]]] = {}
+        self._prev: dict[str, tuple[float, RowBlock]] = {}  # table -> the last poll's rows and time
         self._fallback = False  # this poll reads the objects' statistics fields, not the counter tables
         self.caps = Capabilities(self.name)
         # QoS tables and endpoints run on a schedule of their own; the view keeps the last QoS figures
@@ -258,10 +259,10 @@ class OntapSource:
         return old or self.caps.personality == ASA_R2
 
     def _fetch_rows(
-        self, vol_recs: list[dict], tables: Mapping[str, concurrent.futures.Future[list[CounterRow]]]
-    ) -> dict[str, list[CounterRow]]:
+        self, vol_recs: list[dict], tables: Mapping[str, concurrent.futures.Future[RowBlock]]
+    ) -> dict[str, RowBlock]:
         if tables:
-            out: dict[str, list[CounterRow]] = {}
+            out: dict[str, RowBlock] = {}
             absent: dict[str, OntapNotFound] = {}
             for table, future in tables.items():
                 try:
@@ -280,12 +281,11 @@ class OntapSource:
             log.warning("%s: counter tables unavailable; using the statistics fields", self.name)
             self._fallback = True
             vol_recs = fetch_dynamic(self.client, self.inventory, self.name, with_stats=True)
-        rows = statistics.fetch_rows(self.client, vol_recs, self.caps, _release(self.version))
+        fetched = statistics.fetch_rows(self.client, vol_recs, self.caps, _release(self.version))
+        rows = {t: RowBlock.of_rows(t, trows) for t, trows in fetched.items()}
         self._fetched_at = dict.fromkeys(rows, self.clock())
         # a record whose statistics status is not ok is a partial sample: never exported nor cooked
-        self._partial_ids = {
-            t: frozenset(r.instance for r in trows if not r.complete) for t, trows in rows.items()
-        }
+        self._partial_ids = {t: _incomplete(b) for t, b in rows.items()}
         self.partial = {t: len(ids) for t, ids in self._partial_ids.items() if ids}
         return rows
 
@@ -326,15 +326,16 @@ class OntapSource:
                 self.name, self.version or "?", table, ", ".join(missing),
             )  # fmt: skip
 
-    def _table_rows(self, table: str) -> list[CounterRow]:
+    def _table_rows(self, table: str) -> RowBlock:
         schema = self._schema(table)
         wanted = [c for c in self.specs[table].wanted if c in schema]
         for c in list(wanted):
             base = schema.get(c)
             if base and base.base and base.base not in wanted and base.base in schema:
                 wanted.append(base.base)
-        rows: list[CounterRow] = []
+        rows = RowBlock(table)
         problems: Counter[str] = Counter()
+        good: list[int] = []
         seen = 0
         params = {"fields": "properties,counters", "counters.name": "|".join(wanted)}
         for page in self.client.pages(
@@ -342,27 +343,29 @@ class OntapSource:
             {**params, **qos_views.row_filter(table)},
         ):
             try:
-                got = rows_from_response({"records": page}, table, table, first=seen)
+                decode_records(rows, page, table, first=seen)
             except CaptureError as e:  # a record or counter of the wrong type: the page cannot be trusted
                 raise SourceError(str(e), reason="malformed") from None
-            bad = [record_problem(r) for r in page]
-            problems.update(p for p in bad if p)
-            rows += (r for r, p in zip(got, bad, strict=True) if not p) if any(bad) else got
+            for n, r in enumerate(page, start=seen):
+                p = record_problem(r)
+                if p:
+                    problems[p] += 1
+                else:
+                    good.append(n)
             seen += len(page)
         self._fetched_at[table] = self.clock()
-        rows = _first_of_each(rows, problems)
+        rows = _first_of_each(rows if len(good) == seen else rows.take(good), problems)
         self._note_malformed(table, problems)
-        if seen and not rows:
+        if seen and not len(rows):
             raise SourceError(
                 f"{table}: none of the {seen} records is a row ({_problems(problems)})", reason="malformed"
             )
-        partial = frozenset(r.instance for r in rows if not r.complete)
+        partial = _incomplete(rows)
         self._note_partial(table, len(partial))
         self.partial[table] = len(partial)
         self._partial_ids[table] = partial
         if not self.target.skip_incomplete_aggregation:  # the view keeps them; /metrics never does
-            for r in rows:
-                r.complete = True
+            rows.complete = [True] * len(rows)
         return rows
 
     def _note_malformed(self, table: str, problems: Counter[str]) -> None:
@@ -389,37 +392,29 @@ class OntapSource:
         elif before and not n:
             log.info("%s: %s rows are complete again", self.name, table)
 
-    def _cook(self, table: str, rows: list[CounterRow], ts: float, out: list[CookedTable]) -> float | None:
-        """Cook ``rows`` against the previous poll into ``out``; the interval, or None on the first poll."""
-        prev_ts, prev = self._prev.get(table, (None, {}))
-        keep = keeps_partial(table)
-        current = {r.instance: r for r in rows if r.complete or keep}
-        self._prev[table] = (ts, current)
-        if prev_ts is None:
+    def _cook(self, table: str, rows: RowBlock, ts: float, out: list[CookedTable]) -> float | None:
+        """Cook ``rows`` against the previous poll into ``out``; the interval, or None on the first poll.
+
+        The rows kept for the next poll's deltas are those complete (or kept partial by the table's
+        policy); a statistics field not sampled again since the last poll keeps its last sample."""
+        had = self._prev.get(table)
+        kept = rows if keeps_partial(table) or all(rows.complete) else rows.take(_where(rows.complete))
+        self._prev[table] = (ts, kept)
+        if had is None:
             return None
+        prev_ts, prev = had
         dt = ts - prev_ts
         schemas = {table: self._schemas[table].specs} if table in self._schemas else None
-        prevs: list[CounterRow] = []
-        curs: list[CounterRow] = []
-        dts: list[float | None] = []
-        for r in rows:
-            p = prev.get(r.instance)
-            if p is None:
-                continue
-            row_dt = dt
-            if r.sampled_at is not None and p.sampled_at is not None:
-                # a statistics field's rate runs between the two times ONTAP sampled it
-                row_dt = r.sampled_at - p.sampled_at
-                if row_dt <= 0:  # no new sample since the last poll: wait for one
-                    if r.instance in current:
-                        current[r.instance] = p
-                    continue
-            prevs.append(p)
-            curs.append(r)
-            dts.append(row_dt)
-        # a centre's service and wait times count however few its visits: its share needs them all
+        # min_ops: a centre's service and wait times count however few its visits; its share needs them all
         min_ops = 0.0 if table in qos_views.DETAIL_TABLES else self.target.min_ops_for_latency
-        out.append(cook_table(table, prevs, curs, dts, schemas, min_ops))
+        paired = pair(prev, rows, dt)
+        if paired.stale:
+            kept_ids = set(kept.instances)
+            stale = [j for j in paired.stale if prev.instances[j] in kept_ids]
+            gone = {prev.instances[j] for j in stale}
+            fresh = [k for k, inst in enumerate(kept.instances) if inst not in gone]
+            self._prev[table] = (ts, _joined(kept.take(fresh), prev.take(stale)))
+        out.append(cook_table(paired.prev, paired.cur, paired.dts, schemas, min_ops))
         return dt
 
     def emit_plan(self, table: str) -> list[_Emit]:
@@ -445,18 +440,33 @@ class OntapSource:
         return plan
 
 
-def _first_of_each(rows: list[CounterRow], problems: Counter[str]) -> list[CounterRow]:
+def _first_of_each(rows: RowBlock, problems: Counter[str]) -> RowBlock:
     """The first row of each id: ONTAP never repeats one, but a collection that changes between pages
     can hand the same record twice, and two rows of one instance would be cooked and exported twice."""
+    if len(set(rows.instances)) == len(rows):
+        return rows
     seen: set[str] = set()
-    out: list[CounterRow] = []
-    for r in rows:
-        if r.instance in seen:
-            problems["duplicate_id"] += 1
-            continue
-        seen.add(r.instance)
-        out.append(r)
-    return out
+    keep: list[int] = []
+    for i, inst in enumerate(rows.instances):
+        if inst not in seen:
+            seen.add(inst)
+            keep.append(i)
+    problems["duplicate_id"] += len(rows) - len(keep)
+    return rows.take(keep)
+
+
+def _incomplete(rows: RowBlock) -> frozenset[str]:
+    """The ids of rows whose aggregation was incomplete."""
+    return frozenset(inst for inst, ok in zip(rows.instances, rows.complete, strict=True) if not ok)
+
+
+def _where(flags: list[bool]) -> list[int]:
+    return [i for i, f in enumerate(flags) if f]
+
+
+def _joined(a: RowBlock, b: RowBlock) -> RowBlock:
+    """The rows of ``a`` then those of ``b`` (one table)."""
+    return RowBlock.of_rows(a.table, [*a.rows(), *b.rows()])
 
 
 def _problems(problems: Counter[str]) -> str:

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sanlens.model import Metric, MetricBuilder
-from sanlens.ontap.cooking import CounterRow, keeps_partial
+from sanlens.ontap.cooking import keeps_partial
+from sanlens.ontap.row_block import RowBlock
 
 if TYPE_CHECKING:  # the source renders itself here
     from sanlens.ontap.collector import OntapSource
@@ -22,7 +23,7 @@ MALFORMED_HELP = (
 )
 
 
-def render(src: OntapSource, rows: Mapping[str, list[CounterRow]]) -> tuple[Metric, ...]:
+def render(src: OntapSource, rows: Mapping[str, RowBlock]) -> tuple[Metric, ...]:
     """The poll's families: the inventory's info series, what the cluster lacks, and every counter."""
     b = MetricBuilder()
     c = src.name
@@ -123,11 +124,13 @@ def render(src: OntapSource, rows: Mapping[str, list[CounterRow]]) -> tuple[Metr
     # recovery). Its series are left out for the poll: a gap, not a wrong value.
     partial = src._partial_ids
     node_label = next((lab for lab in src.specs["system:node"].labels if lab.name == "node"), None)
+    nodes = rows.get("system:node")
+    procs = nodes.counters.get("num_processors") if nodes is not None else None
     procs_from_table = {
         node_label.value(r.properties, r.instance)
-        for r in rows.get("system:node", ())
-        if "num_processors" in r.counters and r.instance not in partial.get("system:node", ())
-    } if node_label else set()  # fmt: skip
+        for r, n in zip(nodes.refs(), procs, strict=True)
+        if n is not None and r.instance not in partial.get("system:node", ())
+    } if node_label and nodes is not None and procs is not None else set()  # fmt: skip
     for node, n in inv.nodes.items():
         if node not in procs_from_table and n["processors"] is not None:
             b.add("sanlens_ontap_node_processors", "gauge", "Processors in the node.",
@@ -144,22 +147,28 @@ def render(src: OntapSource, rows: Mapping[str, list[CounterRow]]) -> tuple[Metr
         ]
         exported = tdef.export_labels
         skip = partial.get(table, frozenset())
-        for r in trows:
-            if r.instance in skip:
+        at = [i for i, inst in enumerate(trows.instances) if inst not in skip] if skip else range(len(trows))
+        # each row's label values, once for all its counters
+        ids = trows.instances
+        row_keys = list(
+            zip([c] * len(ids), *(lab.column(trows.properties, ids) for lab in exported), strict=True)
+        )
+        for name, keys, values, by, scale in plan:
+            col = trows.counters.get(name)
+            if col is None:
                 continue
-            vals0 = (c, *(lab.value(r.properties, r.instance) for lab in exported))
-            row_counters = r.counters
-            for name, keys, values, by, scale in plan:
-                cv = row_counters.get(name)
+            arr_labels = trows.labels.get(name)
+            for k in at:
+                cv = col[k]
                 if cv is None:
                     continue
-                if isinstance(cv, list):
-                    arr_labels = r.labels.get(name) or []
+                if type(cv) is list:
+                    names = (arr_labels[k] if arr_labels is not None else None) or []
                     for pos, val in enumerate(cv):
-                        keys.append((*vals0, arr_labels[pos] if pos < len(arr_labels) else str(pos)))
+                        keys.append((*row_keys[k], names[pos] if pos < len(names) else str(pos)))
                         values.append(val * scale)
                 else:
-                    keys.append((*vals0, by) if by is not None else vals0)
+                    keys.append((*row_keys[k], by) if by is not None else row_keys[k])
                     values.append(cv * scale)
     return b.build()
 

@@ -1,8 +1,9 @@
 """Counter rows, from a live poll or an offline capture, and how to cook them.
 
-Every parser (REST rows JSON in :mod:`sanlens.ontap.counter_json`, ``statistics show -raw``
-text, ``sysstat -M``)
-yields :class:`CounterRow`; :func:`cook_row` turns two of them into values. A
+The live poll decodes each table's rows into columns (:class:`~sanlens.ontap.row_block.RowBlock`);
+offline parsers (REST rows JSON in :mod:`sanlens.ontap.counter_json`, ``statistics show -raw``
+text, ``sysstat -M``) yield :class:`CounterRow`. :func:`cook_table` cooks two polls' blocks,
+paired by instance (:func:`pair`), column by column; :func:`cook_row` is one row of it. A
 counter's type, base and unit come from the cluster's own ``counter_schemas``
 when there is one (live, or a schema file given to ``sanlens analyze``), else
 from the catalogue (:mod:`sanlens.ontap.catalogue`), which knows both the REST
@@ -20,14 +21,13 @@ node's CPU view).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from sanlens.errors import SanlensError
 from sanlens.ontap.catalogue import CounterSpec, catalogue, cooked_unit, unit_scale
-
-Value = float | list[float]
+from sanlens.ontap.row_block import CounterRow, RowBlock, RowRef, Value
 
 __all__ = [
     "CaptureError",
@@ -39,6 +39,7 @@ __all__ = [
     "Sample",
     "cook_row",
     "cook_table",
+    "pair",
 ]
 
 
@@ -48,19 +49,6 @@ class CaptureError(SanlensError):
     def __init__(self, message: str, path: str | Path = "", line: int | None = None) -> None:
         where = str(path) + (f":{line}" if line is not None else "")
         super().__init__(f"{where}: {message}" if where else message)
-
-
-@dataclass(slots=True)
-class CounterRow:
-    """One instance of one counter table at one moment: the shape every parser yields."""
-
-    table: str
-    instance: str
-    properties: dict[str, str] = field(default_factory=dict)
-    counters: dict[str, Value] = field(default_factory=dict)
-    labels: dict[str, list[str]] = field(default_factory=dict)  # array counter -> labels by position
-    complete: bool = True
-    sampled_at: float | None = None  # when ONTAP sampled the row (a `statistics` field's timestamp)
 
 
 @dataclass(slots=True)
@@ -142,8 +130,11 @@ class CookedTable:
     """One table's cooked values column by column: the rows that gave at least one value."""
 
     table: str
-    rows: list[CounterRow]
+    block: RowBlock  # those rows: ``columns[k].values[i]`` is row ``i``'s
     columns: list[CookedColumn]
+
+    def refs(self) -> Iterator[RowRef]:
+        return self.block.refs()
 
 
 def cook_row(
@@ -158,10 +149,11 @@ def cook_row(
     ``dt`` None (unknown interval) leaves rate counters out. Averages whose base
     moved by no more than ``min_ops`` are left out (no ops, no latency).
     """
-    t = cook_table(cur.table, [prev], [cur], [dt], schemas, min_ops)
-    table, instance = cur.table, cur.instance
+    table = cur.table
+    t = cook_table(RowBlock.of_rows(table, [prev]), RowBlock.of_rows(table, [cur]), [dt], schemas, min_ops)
+    instance = cur.instance
     out: list[Cooked] = []
-    if not t.rows:
+    if not len(t.block):
         return out
     for col in t.columns:
         v = col.values[0]
@@ -174,15 +166,51 @@ def cook_row(
     return out
 
 
+class Paired(NamedTuple):
+    """Two polls' rows of one table, aligned by instance, and each row's interval."""
+
+    prev: RowBlock
+    cur: RowBlock
+    dts: list[float | None]
+    stale: list[int]  # positions in the earlier poll of rows ONTAP has not sampled since: wait for one
+
+
+def pair(prev: RowBlock, cur: RowBlock, dt: float) -> Paired:
+    """The rows of ``cur`` whose instance ``prev`` holds, each beside it, ``dt`` apart; a statistics
+    field's row (``sampled_at``) runs between the two times ONTAP sampled it instead."""
+    if prev.instances == cur.instances and cur.sampled_at is None:  # the steady case: the same rows
+        return Paired(prev, cur, [dt] * len(cur), [])
+    at = prev.index()
+    pi: list[int] = []
+    ci: list[int] = []
+    dts: list[float | None] = []
+    stale: list[int] = []
+    for i, inst in enumerate(cur.instances):
+        j = at.get(inst)
+        if j is None:
+            continue
+        row_dt = dt
+        if cur.sampled_at is not None and prev.sampled_at is not None:
+            now, then = cur.sampled_at[i], prev.sampled_at[j]
+            if now is not None and then is not None:
+                row_dt = now - then
+                if row_dt <= 0:
+                    stale.append(j)
+                    continue
+        pi.append(j)
+        ci.append(i)
+        dts.append(row_dt)
+    return Paired(prev.take(pi), cur.take(ci), dts, stale)
+
+
 def cook_table(
-    table: str,
-    prevs: list[CounterRow],
-    curs: list[CounterRow],
+    prevs: RowBlock,
+    curs: RowBlock,
     dts: list[float | None],
     schemas: Mapping[str, Mapping[str, CounterSpec]] | None = None,
     min_ops: float = 0.0,
 ) -> CookedTable:
-    """Cook each row of ``curs`` against the same instance in ``prevs`` (``dts[i]`` apart), one
+    """Cook each row of ``curs`` against the same position of ``prevs`` (``dts[i]`` apart), one
     counter at a time across all rows: the plan, the kind and the unit are decided once per
     counter, and the arithmetic runs as list comprehensions over whole columns.
 
@@ -190,25 +218,21 @@ def cook_table(
     any instance's reach (restarted above its last value); a row with incomplete aggregation is
     dropped unless the table's policy keeps it.
     """
-    if not keeps_partial(table):
-        keep = [i for i, (p, c) in enumerate(zip(prevs, curs, strict=True)) if p.complete and c.complete]
-        if len(keep) != len(curs):
-            prevs, curs, dts = [prevs[i] for i in keep], [curs[i] for i in keep], [dts[i] for i in keep]
+    table = curs.table
+    if not keeps_partial(table) and not (all(prevs.complete) and all(curs.complete)):
+        keep = [i for i, (p, c) in enumerate(zip(prevs.complete, curs.complete, strict=True)) if p and c]
+        prevs, curs, dts = prevs.take(keep), curs.take(keep), [dts[i] for i in keep]
     n = len(curs)
     if not n:
-        return CookedTable(table, [], [])
+        return CookedTable(table, curs, [])
     plan = _plan(table, (schemas or {}).get(table))
-    names: dict[str, None] = dict.fromkeys(curs[0].counters)
-    first = names.keys()
-    for r in curs:
-        if r.counters.keys() != first:
-            names.update(dict.fromkeys(r.counters))
     dropped: set[int] = set()
     columns: list[CookedColumn] = []
     one_dt = dts[0] if dts.count(dts[0]) == n else _MIXED
+    absent = [None] * n
 
-    def column(name: str, rows: list[CounterRow]) -> list[Any]:
-        return [r.counters.get(name) for r in rows]
+    def column(name: str, rows: RowBlock) -> list[Any]:
+        return rows.counters.get(name) or absent
 
     def deltas(name: str) -> tuple[list[Any], bool]:
         """Per row: the delta, a list of deltas, or None (absent, or arrays of other lengths); and
@@ -224,10 +248,10 @@ def cook_table(
     def bases(spec: CounterSpec) -> list[float | None]:
         got = bases_of.get(spec.base)
         if got is None:
-            got = bases_of[spec.base] = _base_deltas(spec.base, curs, prevs)
+            got = bases_of[spec.base] = _base_deltas(column(spec.base, curs), column(spec.base, prevs))
         return got
 
-    for name in names:
+    for name in curs.counters:
         entry = plan.get(name)
         if entry is None:
             continue
@@ -243,10 +267,12 @@ def cook_table(
                 vals = [
                     None
                     if x is None
-                    else list(_labelled(r, name, [y * scale for y in x] if type(x) is list else x * scale))
+                    else list(
+                        _labelled(curs, i, name, [y * scale for y in x] if type(x) is list else x * scale)
+                    )
                     if labelled
                     else x * scale
-                    for r, x in zip(curs, cv, strict=True)
+                    for i, x in enumerate(cv)
                 ]
             columns.append(CookedColumn(canon, unit, labelled, vals))
             continue
@@ -262,9 +288,7 @@ def cook_table(
             continue
         labelled = not plain and any(type(v) is list for v in vals)
         if labelled:
-            vals = [
-                None if v is None else list(_labelled(r, name, v)) for r, v in zip(curs, vals, strict=True)
-            ]
+            vals = [None if v is None else list(_labelled(curs, i, name, v)) for i, v in enumerate(vals)]
         columns.append(CookedColumn(canon, unit, labelled, vals))
     # the rows that gave a value and were not dropped
     if not dropped and any(None not in c.values for c in columns):
@@ -274,7 +298,7 @@ def cook_table(
         return CookedTable(table, curs, columns)
     return CookedTable(
         table,
-        [curs[i] for i in keep],
+        curs.take(keep),
         [c._replace(values=[c.values[i] for i in keep]) for c in columns],
     )
 
@@ -304,12 +328,10 @@ def _note_backwards(ds: list[Any], dropped: set[int]) -> None:
             dropped.add(i)
 
 
-def _base_deltas(base: str, curs: list[CounterRow], prevs: list[CounterRow]) -> list[float | None]:
+def _base_deltas(cv: list[Any], pv: list[Any]) -> list[float | None]:
     """The base counter's delta per row (a one-element array counts as a scalar); None where unusable."""
-    cv = [r.counters.get(base) for r in curs]
-    pv = [r.counters.get(base) for r in prevs]
     try:
-        return [b if b >= 0 else None for b in [c - p for c, p in zip(cv, pv, strict=True)]]  # type: ignore[operator]
+        return [b if b >= 0 else None for b in [c - p for c, p in zip(cv, pv, strict=True)]]
     except TypeError:
         pass
     out: list[float | None] = []
@@ -318,11 +340,11 @@ def _base_deltas(base: str, curs: list[CounterRow], prevs: list[CounterRow]) -> 
             out.append(None)
             continue
         if type(c) is list:
-            if len(c) != 1 or len(p) != 1:  # type: ignore[arg-type]
+            if len(c) != 1 or len(p) != 1:
                 out.append(None)
                 continue
-            c, p = c[0], p[0]  # type: ignore[index]
-        b = c - p  # type: ignore[operator]
+            c, p = c[0], p[0]
+        b = c - p
         out.append(b if b >= 0 else None)
     return out
 
@@ -415,10 +437,11 @@ def _cook_mixed(
     return out
 
 
-def _labelled(row: CounterRow, name: str, v: Value) -> Iterator[tuple[str, float]]:
+def _labelled(rows: RowBlock, i: int, name: str, v: Value) -> Iterator[tuple[str, float]]:
     if isinstance(v, list):
-        labels = row.labels.get(name) or []
-        for i, x in enumerate(v):
-            yield (labels[i] if i < len(labels) else str(i)), x
+        col = rows.labels.get(name)
+        labels = (col[i] if col is not None else None) or []
+        for j, x in enumerate(v):
+            yield (labels[j] if j < len(labels) else str(j)), x
     else:
         yield "", v

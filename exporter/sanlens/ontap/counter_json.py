@@ -1,4 +1,4 @@
-"""ONTAP's counter-table JSON read as CounterRows: schema documents, rows responses and their captures.
+"""ONTAP's counter-table JSON read as columns and CounterRows: schema documents, rows responses and their captures.
 
 The live poll (``sanlens.ontap.collector``) and ``sanlens analyze`` both read the REST shape
 ``GET /api/cluster/counter/tables/{table}[/rows]``; this turns it into the rows and counter specs
@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 from sanlens.ontap.catalogue import CounterSpec
 from sanlens.ontap.cooking import CaptureError, CounterRow, Sample
+from sanlens.ontap.row_block import RowBlock, put
 
 
 def parse_schema_doc(doc: Mapping[str, Any]) -> tuple[str, dict[str, CounterSpec]]:
@@ -82,28 +83,45 @@ def rows_from_response(
     ``table`` names the rows whose record lacks ``counter_table`` (ONTAP sends it only when
     ``fields`` asks for it); ``first`` is the position of the first record in the whole
     collection (one page of several), for error messages and id-less rows.
-
-    Hot path: ``dict`` checks, not ``Mapping`` (an ABC check per element costs ~0.3 s a poll at scale).
     """
     recs = doc.get("records")
     if not isinstance(recs, list):
         raise CaptureError("expected a counter-table rows response with a 'records' list", where)
-    rows = []
+    block = RowBlock(table)
+    names = decode_records(block, recs, where, first)
+    rows = block.rows()
+    for r, name in zip(rows, names, strict=True):
+        r.table = name or table
+    return rows
+
+
+def decode_records(block: RowBlock, recs: list[Any], where: str = "", first: int = 0) -> list[str]:
+    """Append rows records to ``block``'s columns; each record's ``counter_table`` name ('' when absent).
+
+    ``first`` is the position of ``recs[0]`` in the whole collection (pages appended one by one).
+    Hot path: ``dict`` checks, not ``Mapping`` (an ABC check per element costs ~0.3 s a poll at
+    scale), and a value appended to its counter's column, with no object per row.
+    """
+    instances, complete = block.instances, block.complete
+    props_cols, counter_cols, label_cols = block.properties, block.counters, block.labels
+    names: list[str] = []
     for n, r in enumerate(recs, start=first):
         if not isinstance(r, dict):
             raise CaptureError(f"records[{n}] is not an object", where)
-        name = str(ct.get("name") or "") if isinstance(ct := r.get("counter_table"), dict) else ""
+        i = len(instances)
+        names.append(str(ct.get("name") or "") if isinstance(ct := r.get("counter_table"), dict) else "")
         listed = r.get("properties")
-        props = {
-            str(p["name"]): str(p.get("value", ""))
-            for p in (listed if type(listed) is list else ())
-            if type(p) is dict and "name" in p
-        }
-        row = CounterRow(name or table, str(r.get("id") or props.get("name") or n), props)
+        rid = r.get("id")
+        name_prop = None
+        for p in listed if type(listed) is list else ():
+            if type(p) is dict and "name" in p:
+                key, value = str(p["name"]), str(p.get("value", ""))
+                put(props_cols, key, i, value)
+                if key == "name":
+                    name_prop = value
+        instances.append(str(rid or name_prop or n))
         agg = r.get("aggregation")
-        if isinstance(agg, dict) and agg.get("complete") is False:
-            row.complete = False
-        counters = row.counters
+        complete.append(not (isinstance(agg, dict) and agg.get("complete") is False))
         for c in listed if isinstance(listed := r.get("counters"), list) else ():
             if type(c) is not dict or "name" not in c:
                 continue
@@ -114,7 +132,12 @@ def rows_from_response(
             try:
                 # the common case first: one number (a bool is neither int nor float by type)
                 if (type(v) is float or type(v) is int) and "values" not in c and "counters" not in c:
-                    counters[name] = float(v)  # an int past a float's range: OverflowError, below
+                    x = float(v)  # an int past a float's range: OverflowError, below
+                    col = counter_cols.get(name)
+                    if col is not None and len(col) == i:
+                        col.append(x)
+                    else:
+                        put(counter_cols, name, i, x)
                 elif "counters" in c:  # 2-D: one {"label", "values"} per outer label, inner labels shared
                     inner = _strings(c.get("labels"))
                     flat: list[float] = []
@@ -129,25 +152,23 @@ def rows_from_response(
                         flat_labels.extend(
                             f"{outer}.{inner[j] if j < len(inner) else j}" for j in range(len(vals))
                         )
-                    row.counters[name] = flat
-                    row.labels[name] = flat_labels
+                    put(counter_cols, name, i, flat)
+                    put(label_cols, name, i, flat_labels)
                 elif "values" in c:
-                    row.counters[name] = _floats(c["values"])
-                    row.labels[name] = _strings(c.get("labels"))
+                    put(counter_cols, name, i, _floats(c["values"]))
+                    put(label_cols, name, i, _strings(c.get("labels")))
                 elif "value" in c:
-                    v = c["value"]
                     if isinstance(v, str) and not _is_number(v):
-                        row.properties[name] = (
-                            v  # a string-typed counter (fcp link.speed): a label, not a value
-                        )
+                        put(props_cols, name, i, v)  # a string-typed counter (fcp link.speed): a label
                     elif type(v) in (int, float, str):
-                        row.counters[name] = float(v)
+                        put(counter_cols, name, i, float(v))  # type: ignore[arg-type]
                     else:  # null, an object, an array: float() would take True as 1
                         raise TypeError("not a number")
             except (TypeError, ValueError, AttributeError, OverflowError):
+                block.pad()
                 raise CaptureError(f"records[{n}] counter {name!r}: not a number", where) from None
-        rows.append(row)
-    return rows
+    block.pad()
+    return names
 
 
 def _decode(raw: bytes, p: Path, line: int) -> str:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sanlens.ontap.cooking import CounterRow
+from sanlens.ontap.row_block import RowBlock
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ class QosRead:
     """One finished read: each table's rows and when they arrived, and the tables the cluster lacks."""
 
     started: float = 0.0  # the poll time it started at: the QoS schedule counts from there
-    rows: dict[str, list[CounterRow]] = field(default_factory=dict)
+    rows: dict[str, RowBlock] = field(default_factory=dict)
     fetched_at: dict[str, float] = field(default_factory=dict)
     missing: dict[str, Exception] = field(default_factory=dict)
 

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sanlens.ontap.catalogue import catalogue
-from sanlens.ontap.cooking import CookedTable, CounterRow
+from sanlens.ontap.cooking import CookedTable
 from sanlens.ontap.inventory import Inventory
 from sanlens.ontap.qos_centres import CENTRES, component, shares, split_instance
+from sanlens.ontap.row_block import Row, RowBlock, RowRef
 from sanlens.qos import QOS_COMPONENTS, QosPolicy, QosWorkload
 
 # the tables, in the order each wins for a workload both carry
@@ -68,7 +69,7 @@ class QosState:
     polls: int = 0
     workloads: tuple[QosWorkload, ...] = ()
     policies: tuple[QosPolicy, ...] = ()
-    rows: dict[str, list[CounterRow]] = field(default_factory=dict)  # the last rows /metrics exports
+    rows: dict[str, RowBlock] = field(default_factory=dict)  # the last rows /metrics exports
 
     def due(self, now: float) -> bool:
         """On the first two polls (the first rates need two samples), then every ``every`` seconds."""
@@ -79,44 +80,47 @@ class QosState:
         cluster: str,
         now: float,
         inv: Inventory,
-        rows: Mapping[str, list[CounterRow]],
+        rows: Mapping[str, RowBlock],
         cooked: Mapping[str, CookedTable],
     ) -> None:
         """One QoS poll's rows and inventory, cooked into the workloads and policies the view keeps."""
         self.at, self.polls = now, self.polls + 1
         ids = Identities(inv)
         for table in PERF_TABLES:  # a row names its workload; the svm it is exported under is the inventory's
-            for r in rows.get(table, ()):
-                r.properties.setdefault(
-                    "svm.name", ids.of(r.properties.get("uuid", ""), workload_name(r))["svm"]
-                )
+            block = rows.get(table)
+            if block is None:
+                continue
+            svm = block.properties.setdefault("svm.name", [None] * len(block))
+            for r in block.refs():
+                if svm[r.i] is None:
+                    svm[r.i] = ids.of(r.properties.get("uuid", ""), workload_name(r))["svm"]
         self.workloads = workloads(cluster, inv, cooked, ids)
         self.policies = policies(cluster, inv.qos_policies)
         cat = catalogue()
         self.rows = {t: r for t, r in rows.items() if t in cat and cat[t].schedule and cat[t].metrics}
 
 
-def cooked_rows(t: CookedTable | None) -> Iterator[tuple[CounterRow, dict[str, float]]]:
+def cooked_rows(t: CookedTable | None) -> Iterator[tuple[RowRef, dict[str, float]]]:
     """Each row of a table cooked column by column, with its scalar values by counter."""
     if t is None:
         return
     cols = [c for c in t.columns if not c.labelled]
-    for i, row in enumerate(t.rows):
+    for i, row in enumerate(t.refs()):
         yield row, {c.counter: c.values[i] for c in cols if c.values[i] is not None}
 
 
-def workload_name(row: CounterRow) -> str:
+def workload_name(row: Row) -> str:
     """A ``qos``/``qos_volume`` row's workload: its ``name``, else the id's part before ``:uuid``."""
     return row.properties.get("name") or row.instance.rsplit(":", 1)[0]
 
 
-def unknown_workload(inv: Inventory, rows: Mapping[str, list[CounterRow]]) -> bool:
+def unknown_workload(inv: Inventory, rows: Mapping[str, RowBlock]) -> bool:
     """Whether a row of the QoS tables names a workload the inventory lacks (created since it was read)."""
     names = {w["name"] for w in inv.qos_workloads.values()}
     return any(
         r.properties.get("uuid", "") not in inv.qos_workloads and workload_name(r) not in names
         for table in PERF_TABLES
-        for r in rows.get(table, ())
+        for r in (rows[table].refs() if table in rows else ())
     )
 
 

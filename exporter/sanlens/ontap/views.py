@@ -33,10 +33,11 @@ from sanlens.model import (
 from sanlens.ontap.catalogue import TableDef, catalogue
 from sanlens.ontap.cooking import Cooked, CookedTable, CounterRow
 from sanlens.ontap.inventory import Inventory
+from sanlens.ontap.row_block import Row
 from sanlens.qos import QosPolicy, QosWorkload
 
-# (row, its cooked values by view field), as table_fields and row_fields yield them
-FieldRows = Iterable[tuple[CounterRow, dict[str, Any]]]
+# (row, its label values, its cooked values by view field), as table_fields and row_fields yield them
+FieldRows = Iterable[tuple[Row, dict[str, str], dict[str, Any]]]
 _MOVE_DONE = ("done", "success", "failed", "aborted")
 
 
@@ -61,7 +62,7 @@ def row_fields(cooked: Iterable[tuple[CounterRow, list[Cooked]]]) -> FieldRows:
     for row, values in cooked:
         tdef = cat.get(row.table)
         if tdef is not None:
-            yield row, view_fields(tdef, values)
+            yield row, tdef.label_values(row.properties, row.instance), view_fields(tdef, values)
 
 
 def table_fields(tables: Iterable[CookedTable]) -> FieldRows:
@@ -70,9 +71,9 @@ def table_fields(tables: Iterable[CookedTable]) -> FieldRows:
     cat = catalogue()
     for t in tables:
         tdef = cat.get(t.table)
-        if tdef is None or not t.rows:
+        n = len(t.block)
+        if tdef is None or not n:
             continue
-        n = len(t.rows)
         fields: dict[str, list[Any]] = {}
         for col in t.columns:
             cdef = tdef.counters.get(col.counter)
@@ -101,8 +102,10 @@ def table_fields(tables: Iterable[CookedTable]) -> FieldRows:
                     h if x is None else (h or 0.0) + x * vs for h, x in zip(have, col.values, strict=True)
                 ]
         items = list(fields.items())
-        for i, row in enumerate(t.rows):
-            yield row, {k: v[i] for k, v in items if v[i] is not None}
+        ids, props = t.block.instances, t.block.properties
+        labels = [(lab.name, lab.column(props, ids)) for lab in tdef.labels]
+        for i, row in enumerate(t.refs()):
+            yield row, {k: v[i] for k, v in labels}, {k: v[i] for k, v in items if v[i] is not None}
 
 
 def _f(x: object) -> float | None:
@@ -133,7 +136,7 @@ class _Ctx:
     aggr_node: dict[str, str]
 
 
-def _lun(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> LunStats:
+def _lun(ctx: _Ctx, row: Row, lab: dict[str, str], f: dict[str, Any]) -> LunStats:
     kind = row.table
     path = lab["lun"] if kind == "lun" else lab["namespace"]
     meta = (ctx.serial if kind == "lun" else ctx.namespaces).get((lab["svm"], path), {})
@@ -153,7 +156,7 @@ def _lun(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> 
     )
 
 
-def _volume(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> VolumeStats:
+def _volume(ctx: _Ctx, row: Row, lab: dict[str, str], f: dict[str, Any]) -> VolumeStats:
     i = ctx.inv.volumes.get((lab["svm"], lab["volume"]), {})
     aggr = i.get("aggregate") or lab.get("aggregate", "")
     total = f.get("total_iops")
@@ -175,7 +178,7 @@ def _volume(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) 
     )
 
 
-def _node(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> NodeStats:
+def _node(ctx: _Ctx, row: Row, lab: dict[str, str], f: dict[str, Any]) -> NodeStats:
     name = lab["node"] or row.instance
     n = ctx.inv.nodes.get(name, {})
     procs = f.get("processors") or n.get("processors")
@@ -189,7 +192,7 @@ def _node(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) ->
     )
 
 
-def _disk(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> DiskStats:
+def _disk(ctx: _Ctx, row: Row, lab: dict[str, str], f: dict[str, Any]) -> DiskStats:
     name = lab["disk"] or row.instance
     i = ctx.inv.disks.get(name, {})
     return DiskStats(
@@ -206,7 +209,7 @@ def _disk(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) ->
     )
 
 
-def _fc_port(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> FcPortStats:
+def _fc_port(ctx: _Ctx, row: Row, lab: dict[str, str], f: dict[str, Any]) -> FcPortStats:
     p = ctx.inv.fc_ports.get((lab["node"], lab["port"]), {})
     return FcPortStats(
         cluster=ctx.cluster,
@@ -219,7 +222,7 @@ def _fc_port(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any])
     )
 
 
-def _lif(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> LifStats:
+def _lif(ctx: _Ctx, row: Row, lab: dict[str, str], f: dict[str, Any]) -> LifStats:
     """An iSCSI or NVMe-oF LIF row, with its port (and that port's speed) from the inventory."""
     inv = ctx.inv
     ip = inv.ip_lifs.get((lab["svm"], lab["lif"]), {})
@@ -250,7 +253,7 @@ def _lif(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> 
     )
 
 
-def _eth_port(ctx: _Ctx, row: CounterRow, lab: dict[str, str], f: dict[str, Any]) -> EthPortStats:
+def _eth_port(ctx: _Ctx, row: Row, lab: dict[str, str], f: dict[str, Any]) -> EthPortStats:
     """An Ethernet port's row, its speed from the row's ``link_speed`` or else the inventory's."""
     node, port = lab["node"], lab["port"]
     speed = link_speed_gbps(row.properties.get("link_speed", ""))
@@ -274,7 +277,7 @@ def link_speed_gbps(text: str) -> float | None:
 
 
 # a table's ``view`` -> its row's view entry
-_MAKERS: dict[str, Callable[[_Ctx, CounterRow, dict[str, str], dict[str, Any]], Any]] = {
+_MAKERS: dict[str, Callable[[_Ctx, Row, dict[str, str], dict[str, Any]], Any]] = {
     "luns": _lun,
     "volumes": _volume,
     "nodes": _node,
@@ -307,10 +310,9 @@ def build_view(
         aggr_node={a: i["node"] for a, i in inv.aggregates.items()},
     )
     views: dict[str, list[Any]] = {v: [] for v in _MAKERS}
-    for row, f in cooked:
+    for row, lab, f in cooked:
         tdef = cat.get(row.table)
         if tdef is not None and tdef.view in _MAKERS:
-            lab = tdef.label_values(row.properties, row.instance)
             views[tdef.view].append(_MAKERS[tdef.view](ctx, row, lab, f))
     if inventory is not None:
         inventory_only(ctx, views)
