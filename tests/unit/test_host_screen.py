@@ -256,3 +256,39 @@ def test_interval_views_follow_the_per_disk_rules_by_hand() -> None:
     assert [dk.disk for dk in views[3].disks] == ["2"]
     assert sorted(set(calls)) == [("1", ("E:",)), ("1", ("E:", "F:")), ("2", ("G:",))]
     assert len(calls) == len(set(calls))
+
+
+def test_chart_points_merge_consecutive_intervals_by_hand() -> None:
+    """Ten 60 s intervals drawn in at most four points: groups of three (the last of one), each point
+    at its group's newest row, a mean of the group's samples, and a latency weighted by its IOPS."""
+    from sanlens.analyze.host_intervals import HostIntervals
+
+    cols = {
+        0: ("h", "1", (), "read_iops"),
+        1: ("h", "1", (), "read_latency_s"),
+        2: ("h", "1", (), "idle_ratio"),
+    }
+    nan = math.nan
+    times = [60.0 * k for k in range(10)]
+    iops = [100.0, 300.0, 0.0, 50.0, 50.0, nan, 10.0, 30.0, 20.0, 5.0]
+    lat = [0.001, 0.003, 0.5, 0.002, 0.004, 0.9, nan, 0.010, 0.020, 0.007]
+    idle = [0.5, nan, 0.7, 0.1, 0.2, 0.3, nan, nan, nan, 0.9]
+    iv = HostIntervals(cols, step=60.0)
+    iv.add(np.array(times), np.array([iops, lat, idle]).T)
+    pts = iv.chart_points(max_points=4)
+    groups = [range(0, 3), range(3, 6), range(6, 9), range(9, 10)]
+
+    def mean(xs: list[float]) -> float:
+        have = [x for x in xs if x == x]
+        return sum(have) / len(have)
+
+    def weighted(g: range) -> float:
+        pairs = [(lat[k], iops[k]) for k in g if lat[k] == lat[k] and iops[k] == iops[k] and iops[k] > 0]
+        return sum(x * w for x, w in pairs) / sum(w for _, w in pairs)
+
+    assert [t for t, _ in pts[cols[0]]] == [times[g[-1]] for g in groups]
+    assert [v for _, v in pts[cols[0]]] == pytest.approx([mean([iops[k] for k in g]) for g in groups])
+    assert [v for _, v in pts[cols[1]]] == pytest.approx([weighted(g) for g in groups])
+    # idle: no sample in the third group, so no point there
+    assert [t for t, _ in pts[cols[2]]] == [times[2], times[5], times[9]]
+    assert [v for _, v in pts[cols[2]]] == pytest.approx([0.6, 0.2, 0.9])

@@ -168,7 +168,13 @@ def svg_chart(
             x, y = shown[0]
             parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y * factor):.1f}" r="3" fill="{color}"/>')
         elif shown:
-            path = " ".join(f"{sx(x):.1f},{sy(y * factor):.1f}" for x, y in shown)
+            if log or x1 <= x0:
+                path = " ".join(f"{sx(x):.1f},{sy(y * factor):.1f}" for x, y in shown)
+            else:  # sx and sy inlined: a log's chart has thousands of points, and a call each was most of it
+                span_x, span_y, base = x1 - x0, y_hi - y_lo, top + ph
+                px = [left + (x - x0) / span_x * pw for x, _ in shown]
+                py = [base - (y * factor - y_lo) / span_y * ph for _, y in shown]
+                path = " ".join(map("{:.1f},{:.1f}".format, px, py))
             parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"{dash}/>')
         if len(lines) > 1 or ln.label:
             parts.append(
