@@ -64,21 +64,19 @@ def estimated_rows(source: InputSource | str, header_columns: int) -> int:
 
 def choose_engine(log: PerfmonLog, requested: str = "auto", source: InputSource | None = None) -> str:
     """``arrow`` or ``python`` for this log: Arrow when forced, or when the log is long enough."""
-    # here, not above: importing the Arrow reader imports pyarrow, which only a PerfMon log needs
-    from sanlens.analyze import perfmon_arrow
-
-    if requested == "python" or not perfmon_arrow.available():
-        return "python"
-    if log.encoding not in ("utf-8", "utf-8-sig"):
+    if requested == "python" or log.encoding not in ("utf-8", "utf-8-sig"):
         return "python"
     with _opened(log, source) as src:
         if not src.regular:
             return "python"  # a pipe is read once, by the reader that already holds it
-        if requested == "arrow":
-            return "arrow"
-        if (src.size or 0) < ARROW_MIN_BYTES:
+        if requested != "arrow" and (
+            (src.size or 0) < ARROW_MIN_BYTES or estimated_rows(src, len(log.header.columns)) < ARROW_MIN_ROWS
+        ):
             return "python"
-        return "arrow" if estimated_rows(src, len(log.header.columns)) >= ARROW_MIN_ROWS else "python"
+    # only now: importing the Arrow reader imports pyarrow (~0.1 s), more than a short log's reading
+    from sanlens.analyze import perfmon_arrow
+
+    return "arrow" if perfmon_arrow.available() else "python"
 
 
 def python_batches(log: PerfmonLog, position: list[int] | None = None) -> Iterator[Batch]:

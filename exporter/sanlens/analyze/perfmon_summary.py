@@ -173,9 +173,6 @@ def summarize(
 
 
 def _summarize(source: InputSource, engine: str, progress: Progress | None, step: float | None) -> LogSummary:
-    # here, not above: importing the Arrow reader imports pyarrow, which only a PerfMon log needs
-    from sanlens.analyze.perfmon_arrow import NotClean, arrow_batches
-
     path = source.name
     with PerfmonLog(path, source.stream()) as log:
         header = log.header
@@ -199,6 +196,9 @@ def _summarize(source: InputSource, engine: str, progress: Progress | None, step
         chosen = choose_engine(log, engine, source)
         fold: _Fold | None = None
         if chosen == "arrow":
+            # here, not above: importing the Arrow reader imports pyarrow, which only a long log needs
+            from sanlens.analyze.perfmon_arrow import NotClean, arrow_batches
+
             fold = _Fold(len(header.columns), HostIntervals(disk_cols, end, step))
             per_row = (source.size or 0) / max(estimated_rows(source, len(header.columns)), 1)
             try:

@@ -13,9 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from sanlens.ontap.client import OntapAuthError, OntapClient, OntapError
+from sanlens.ontap.client_errors import OntapAuthError, OntapError
+
+if TYPE_CHECKING:
+    from sanlens.ontap.client import OntapClient
 
 log = logging.getLogger(__name__)
 

@@ -36,6 +36,13 @@ from sanlens import __version__
 from sanlens.config import OntapTarget
 from sanlens.errors import SourceError
 from sanlens.model import OntapVersion
+from sanlens.ontap.client_errors import (
+    OntapAuthError,
+    OntapError,
+    OntapMalformed,
+    OntapNotFound,
+    OntapPaginationLoop,
+)
 from sanlens.source import poll_budget
 from sanlens.upstream.abortable import REDIRECT_STATUS, AbortableAdapter, PollAborted, follow
 from sanlens.upstream.credentials import AuthRetry, Secret, SecretBasicAuth
@@ -53,35 +60,6 @@ RETRY_HEADROOM = 0.1
 worth sending: one that would be cut there only turns the server's error into ``deadline``."""
 MAX_ERROR_BODY = 64 * 1024
 """An error answer's body is read this far for its message; a longer one is not parsed."""
-
-
-class OntapError(SourceError):
-    """An ONTAP error body ``{"error": {"message", "code"}}`` or an unexpected HTTP status."""
-
-    reason = "api"
-
-    def __init__(self, status: int, message: str, code: str = "", path: str = "") -> None:
-        self.status = status
-        self.code = code
-        self.path = path
-        detail = f"HTTP {status}" + (f" code {code}" if code else "")
-        super().__init__(f"{path}: {detail}: {message}" if path else f"{detail}: {message}")
-
-
-class OntapNotFound(OntapError):
-    reason = "not_found"
-
-
-class OntapAuthError(OntapError):
-    reason = "auth"
-
-
-class OntapMalformed(SourceError):
-    reason = "malformed"
-
-
-class OntapPaginationLoop(SourceError):
-    reason = "pagination_loop"
 
 
 def _error_from(

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sanlens.model import BackgroundOp, LunIdentity
 from sanlens.ontap import raid_state
 from sanlens.ontap.capabilities import ASA_R2, UNIFIED, Capabilities
-from sanlens.ontap.client import OntapClient, OntapNotFound
+from sanlens.ontap.client_errors import OntapNotFound
 from sanlens.ontap.records import get_path as _g
+
+if TYPE_CHECKING:
+    from sanlens.ontap.client import OntapClient
 
 
 @dataclass

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sanlens.model import BackgroundOp
 from sanlens.ontap.capabilities import Capabilities
-from sanlens.ontap.client import OntapClient
 from sanlens.ontap.records import get_path
+
+if TYPE_CHECKING:
+    from sanlens.ontap.client import OntapClient
 
 PLEXES = "/api/storage/aggregates/{uuid}/plexes"
 PLEX_FIELDS = "name,raid_groups,resync"

@@ -18,14 +18,16 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from sanlens.ontap.capabilities import Capabilities
-from sanlens.ontap.client import OntapClient
 from sanlens.ontap.cooking import CounterRow
 from sanlens.ontap.records import get_path
+
+if TYPE_CHECKING:
+    from sanlens.ontap.client import OntapClient
 
 
 @dataclass(frozen=True)
