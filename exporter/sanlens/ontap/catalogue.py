@@ -153,11 +153,16 @@ class LabelDef:
 
     def column(self, props: Mapping[str, Sequence[str | None]], ids: Sequence[str]) -> list[str]:
         """:meth:`value` of every row of a block's columns (``props``: property -> value per row)."""
-        absent = [None] * len(ids)
-        cols = [ids if src == "id" else props.get(src) or absent for src in self.sources]
-        if len(cols) == 1:
-            return [self._part(v) if v else "" for v in cols[0]]
-        return [next((self._part(v) for v in vs if v), "") for vs in zip(*cols, strict=True)]
+        first: Sequence[str | None] | None = None  # per row, the first source's non-empty value
+        for src in self.sources:
+            col = ids if src == "id" else props.get(src)
+            if col is not None:
+                first = col if first is None else [a or b for a, b in zip(first, col, strict=True)]
+        if first is None:
+            return [""] * len(ids)
+        if not self.split:
+            return [v or "" for v in first]
+        return [self._part(v) if v else "" for v in first]
 
     def _part(self, v: str) -> str:
         if self.split and self.split in v:
