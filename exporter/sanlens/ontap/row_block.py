@@ -100,9 +100,6 @@ class RowBlock:
         """Each instance's position."""
         return {inst: i for i, inst in enumerate(self.instances)}
 
-    def row(self, i: int) -> RowRef:
-        return RowRef(self, i)
-
     def refs(self) -> Iterator[RowRef]:
         return (RowRef(self, i) for i in range(len(self.instances)))
 
