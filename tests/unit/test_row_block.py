@@ -199,3 +199,21 @@ def test_a_counter_first_seen_on_a_later_row_is_absent_before_it_and_a_repeat_wi
         ],
     )
     assert block.counters == {"ops": [1.0, None, 4.0], "lat": [None, 3.0, None]}
+
+
+def test_two_blocks_joined_hold_each_row_as_it_was() -> None:
+    a = RowBlock.of_rows(TABLE, rows_of(["a", "b"], 2, 1.0))
+    b = RowBlock.of_rows(TABLE, [CounterRow(TABLE, "c", {"svm": "s1"}, {"ops": 5.0}, sampled_at=30.0)])
+    both = a.joined(b)
+    assert both.instances == ["a", "b", "c"] and both.sampled_at == [None, None, 30.0]
+    assert [(r.properties, r.counters, r.labels) for r in both.rows()] == [
+        (r.properties, r.counters, r.labels) for r in [*a.rows(), *b.rows()]
+    ]
+
+
+def test_an_array_value_past_its_listed_labels_is_named_by_position() -> None:
+    block = RowBlock.of_rows(
+        TABLE, [CounterRow(TABLE, "a", counters={"hist": [1.0, 2.0, 3.0]}, labels={"hist": ["<1ms"]})]
+    )
+    assert block.labels_of("hist", 0, 3) == ["<1ms", "1", "2"]
+    assert block.labels_of("ops", 0, 2) == ["0", "1"]

@@ -413,7 +413,7 @@ class OntapSource:
             stale = [j for j in paired.stale if prev.instances[j] in kept_ids]
             gone = {prev.instances[j] for j in stale}
             fresh = [k for k, inst in enumerate(kept.instances) if inst not in gone]
-            self._prev[table] = (ts, _joined(kept.take(fresh), prev.take(stale)))
+            self._prev[table] = (ts, kept.take(fresh).joined(prev.take(stale)))
         out.append(cook_table(paired.prev, paired.cur, paired.dts, schemas, min_ops))
         return dt
 
@@ -462,11 +462,6 @@ def _incomplete(rows: RowBlock) -> frozenset[str]:
 
 def _where(flags: list[bool]) -> list[int]:
     return [i for i, f in enumerate(flags) if f]
-
-
-def _joined(a: RowBlock, b: RowBlock) -> RowBlock:
-    """The rows of ``a`` then those of ``b`` (one table)."""
-    return RowBlock.of_rows(a.table, [*a.rows(), *b.rows()])
 
 
 def _problems(problems: Counter[str]) -> str:

@@ -157,15 +157,13 @@ def render(src: OntapSource, rows: Mapping[str, RowBlock]) -> tuple[Metric, ...]
             col = trows.counters.get(name)
             if col is None:
                 continue
-            arr_labels = trows.labels.get(name)
             for k in at:
                 cv = col[k]
                 if cv is None:
                     continue
                 if type(cv) is list:
-                    names = (arr_labels[k] if arr_labels is not None else None) or []
-                    for pos, val in enumerate(cv):
-                        keys.append((*row_keys[k], names[pos] if pos < len(names) else str(pos)))
+                    for label, val in zip(trows.labels_of(name, k, len(cv)), cv, strict=True):
+                        keys.append((*row_keys[k], label))
                         values.append(val * scale)
                 else:
                     keys.append((*row_keys[k], by) if by is not None else row_keys[k])

@@ -439,9 +439,6 @@ def _cook_mixed(
 
 def _labelled(rows: RowBlock, i: int, name: str, v: Value) -> Iterator[tuple[str, float]]:
     if isinstance(v, list):
-        col = rows.labels.get(name)
-        labels = (col[i] if col is not None else None) or []
-        for j, x in enumerate(v):
-            yield (labels[j] if j < len(labels) else str(j)), x
+        yield from zip(rows.labels_of(name, i, len(v)), v, strict=True)
     else:
         yield "", v

@@ -96,6 +96,33 @@ class RowBlock:
             None if self.sampled_at is None else [self.sampled_at[i] for i in at],
         )
 
+    def joined(self, other: RowBlock) -> RowBlock:
+        """The rows of this block, then those of ``other`` (of the same table)."""
+        n, m = len(self), len(other)
+
+        def cat(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> dict[str, list[Any]]:
+            return {k: (a.get(k) or [None] * n) + (b.get(k) or [None] * m) for k in dict.fromkeys([*a, *b])}
+
+        sampled = None
+        if self.sampled_at is not None or other.sampled_at is not None:
+            sampled = (self.sampled_at or [None] * n) + (other.sampled_at or [None] * m)
+        return RowBlock(
+            self.table,
+            self.instances + other.instances,
+            cat(self.properties, other.properties),
+            cat(self.counters, other.counters),
+            cat(self.labels, other.labels),
+            self.complete + other.complete,
+            sampled,
+        )
+
+    def labels_of(self, name: str, i: int, n: int) -> list[str]:
+        """Row ``i``'s labels of array counter ``name`` for its ``n`` values; a value past the listed
+        labels is named by its position."""
+        col = self.labels.get(name)
+        listed = (col[i] if col is not None else None) or []
+        return listed[:n] + [str(j) for j in range(len(listed), n)]
+
     def index(self) -> dict[str, int]:
         """Each instance's position."""
         return {inst: i for i, inst in enumerate(self.instances)}
