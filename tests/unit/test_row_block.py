@@ -9,6 +9,7 @@ earlier row; label columns, to each row's label value.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -106,6 +107,39 @@ def test_pages_decoded_into_columns_hold_each_record_as_read_alone(recs: tuple[d
         assert ref.complete == complete
         (row,) = RowBlock.of_rows(TABLE, block.take([i]).rows()).rows()
         assert (row.properties, row.counters, row.labels) == (props, counters, labels)
+
+
+GARBAGE = {  # records a live poll must not take for rows, each with the problem it counts as
+    "no_id": [
+        {"counters": [{"name": "ops", "value": 1}]},
+        {"id": "", "counters": [{"name": "ops", "value": 1}]},
+    ],
+    "no_counters": [{"id": "g"}, {"id": "g", "counters": []}, {"id": "g", "counters": [{"value": 1}, 7]}],
+}
+
+
+@settings(max_examples=100)
+@given(
+    st.lists(st.one_of(st.just(None), st.sampled_from(sorted(GARBAGE))), min_size=1, max_size=10),
+    st.data(),
+)
+def test_a_live_page_leaves_out_garbage_records_and_counts_each_by_its_problem(
+    kinds: list[str | None], data: Any
+) -> None:
+    recs: list[dict[str, Any]] = []
+    for k, kind in enumerate(kinds):
+        row = record(k).filter(lambda r: bool(r["counters"]))  # a row carries a counter
+        recs.append(data.draw(row) if kind is None else data.draw(st.sampled_from(GARBAGE[kind])))
+    live, alone = RowBlock(TABLE), RowBlock(TABLE)
+    problems: Counter[str] = Counter()
+    decode_records(live, recs, first=0, problems=problems)
+    good = [r for r, kind in zip(recs, kinds, strict=True) if kind is None]
+    decode_records(alone, good)
+    assert live.instances == alone.instances == [r["id"] for r in good]
+    assert (live.properties, live.counters, live.labels, live.complete) == (
+        alone.properties, alone.counters, alone.labels, alone.complete
+    )  # fmt: skip
+    assert problems == Counter(kind for kind in kinds if kind is not None)
 
 
 def rows_of(instances: list[str], seed: int, scale: float) -> list[CounterRow]:

@@ -36,7 +36,7 @@ from sanlens.ontap.cooking import (
     keeps_partial,
     pair,
 )
-from sanlens.ontap.counter_json import decode_records, parse_schema_doc, record_problem
+from sanlens.ontap.counter_json import decode_records, parse_schema_doc
 from sanlens.ontap.inputs import status
 from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_qos, fetch_static, identities
 from sanlens.ontap.qos_reader import QosRead, QosReader
@@ -335,7 +335,6 @@ class OntapSource:
                 wanted.append(base.base)
         rows = RowBlock(table)
         problems: Counter[str] = Counter()
-        good: list[int] = []
         seen = 0
         params = {"fields": "properties,counters", "counters.name": "|".join(wanted)}
         for page in self.client.pages(
@@ -343,18 +342,12 @@ class OntapSource:
             {**params, **qos_views.row_filter(table)},
         ):
             try:
-                decode_records(rows, page, table, first=seen)
+                decode_records(rows, page, table, first=seen, problems=problems)
             except CaptureError as e:  # a record or counter of the wrong type: the page cannot be trusted
                 raise SourceError(str(e), reason="malformed") from None
-            for n, r in enumerate(page, start=seen):
-                p = record_problem(r)
-                if p:
-                    problems[p] += 1
-                else:
-                    good.append(n)
             seen += len(page)
         self._fetched_at[table] = self.clock()
-        rows = _first_of_each(rows if len(good) == seen else rows.take(good), problems)
+        rows = _first_of_each(rows, problems)
         self._note_malformed(table, problems)
         if seen and not len(rows):
             raise SourceError(
