@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sanlens.diagnose.numeric import clamp01
 from sanlens.diagnose.spec import SRC_LUN_STUDY, Threshold
@@ -41,14 +41,19 @@ def ceiling(version: OntapVersion | None, t: Mapping[str, float]) -> float:
     return t["ceiling_pre_9_9_1_iops"] if older(version) else t["ceiling_iops"]
 
 
-@dataclass(frozen=True, slots=True)
-class Judgement:
+def release_words(version: OntapVersion | None) -> str:
+    """The release a ceiling belongs to, as the advice says it."""
+    return f"ONTAP {version}" if version else "an ONTAP of unknown version"
+
+
+class Judgement(NamedTuple):
+    """A tuple, not a frozen dataclass: one is made per LUN and volume at every evaluation."""
+
     level: int | None
     score: float
     ceiling: float
     fraction: float | None
     spread: int  # subjects that keep each one 10 % under the warning fraction
-    on: str  # the release in words, for the advice
 
 
 def judge(
@@ -56,12 +61,11 @@ def judge(
 ) -> Judgement:
     """IOPS against the version ceiling; ``escalate`` makes a warning critical (write-heavy volumes)."""
     cap = ceiling(version, t)
-    frac = iops / cap if iops is not None else None
-    on = f"ONTAP {version}" if version else "an ONTAP of unknown version"
-    if frac is None:
-        return Judgement(None, 0.0, cap, None, 0, on)
+    if iops is None:
+        return Judgement(None, 0.0, cap, None, 0)
+    frac = iops / cap
     level = 2 if frac >= t["critical_fraction"] else 1 if frac >= t["warning_fraction"] else 0
     if level == 1 and escalate:
         level = 2
-    spread = math.ceil((iops or 0.0) / (t["warning_fraction"] * cap * 0.9)) if level else 0
-    return Judgement(level, clamp01(frac), cap, frac, spread, on)
+    spread = math.ceil(iops / (t["warning_fraction"] * cap * 0.9)) if level else 0
+    return Judgement(level, clamp01(frac), cap, frac, spread)

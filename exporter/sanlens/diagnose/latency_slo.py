@@ -10,7 +10,7 @@ of read and write latency counts, each only when that op runs at least
 
 from __future__ import annotations
 
-from sanlens.diagnose.base import Context, Observation, Thresholds, lun_key, lun_labels, ms, of_disk
+from sanlens.diagnose.base import Context, Observation, Thresholds, lun_subject, ms, of_disk
 from sanlens.diagnose.numeric import clamp01, worst_latency
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 from sanlens.diagnose.waterfall import Waterfall, describe, of_host_disk, of_lun
@@ -187,11 +187,12 @@ def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
         level, warn, crit = class_level(lat, cls, th)
         if lat is None and lun.read_iops is not None:
             level = 0
+        key, subject = lun_subject(lun)
         out.append(
             Observation(
                 ID,
-                lun_key(lun.cluster, lun.svm, lun.lun),
-                lun_labels(lun),
+                key,
+                subject,
                 level,
                 clamp01((lat or 0.0) / crit),
                 {

@@ -57,11 +57,21 @@ ID = SPEC.id
 
 
 def judge(
-    iops: float | None, version: OntapVersion | None, t: Mapping[str, float], what: str, how: str = ""
+    iops: float | None,
+    version: OntapVersion | None,
+    t: Mapping[str, float],
+    what: str,
+    how: str = "",
+    side: str = "lun",
 ) -> tuple[int | None, float, dict[str, float | None], str]:
-    """(level, score, evidence, advice) of an IOPS rate against the single-LUN ceiling."""
+    """(level, score, evidence, advice) of an IOPS rate against the single-LUN ceiling; the evidence
+    is named for its ``side`` (``lun``: the array's IOPS, ``host``: an unmapped host disk's)."""
     j = iops_ceiling.judge(iops, version, t)
-    ev: dict[str, float | None] = {"iops": iops, "ceiling_iops": j.ceiling, "ceiling_fraction": j.fraction}
+    ev: dict[str, float | None] = {
+        f"{side}_iops": iops,
+        f"{side}_ceiling_iops": j.ceiling,
+        f"{side}_ceiling_fraction": j.fraction,
+    }
     advice = ""
     if j.level and j.fraction is not None:
         upgrade = (
@@ -71,7 +81,7 @@ def judge(
         )
         advice = (
             f"{what} runs {iops:.0f} IOPS, {j.fraction * 100:.0f} % of the ~{j.ceiling:.0f} IOPS a single LUN "
-            f"sustains on {j.on}. Spread the workload over at least {max(j.spread, 2)} LUNs{how} (up to 8 "
+            f"sustains on {iops_ceiling.release_words(version)}. Spread the workload over at least {max(j.spread, 2)} LUNs{how} (up to 8 "
             f"per volume) so no LUN runs near its ceiling.{upgrade}"
         )
     return j.level, j.score, ev, advice
@@ -87,8 +97,9 @@ def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
     out: list[Observation] = []
     for lun in ctx.luns():
         iops = total(lun.read_iops, lun.write_iops, lun.other_iops)
-        level, score, ev, advice = judge(iops, ctx.version(lun.cluster), t, f"LUN {lun.lun} on {lun.cluster}")
-        out.append(of_lun(ID, lun, level, score, {"lun_" + k: v for k, v in ev.items()}, advice))
+        what = f"LUN {lun.lun} on {lun.cluster}"
+        level, score, ev, advice = judge(iops, ctx.version(lun.cluster), t, what)
+        out.append(of_lun(ID, lun, level, score, ev, advice))
     return out
 
 
@@ -101,12 +112,9 @@ def evaluate_disks(ctx: Context, th: Thresholds) -> list[Observation]:
             continue  # the LUN itself is the subject; a local disk is no LUN to spread
         iops = total(d.read_iops, d.write_iops)
         version = ctx.version(d.cluster) if d.cluster else None
-        level, score, ev, advice = judge(iops, version, t, f"Host {d.host} disk {d.disk}", spread_how(d))
-        out.append(
-            Observation(
-                ID, disk_key(d), disk_labels(d), level, score, {"host_" + k: v for k, v in ev.items()}, advice
-            )
-        )
+        what = f"Host {d.host} disk {d.disk}"
+        level, score, ev, advice = judge(iops, version, t, what, spread_how(d), side="host")
+        out.append(Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice))
     return out
 
 

@@ -95,7 +95,7 @@ def _judge(
         )
         advice = (
             f"{what} runs {iops:.0f} IOPS ({(share or 0) * 100:.0f} % writes), {j.fraction * 100:.0f} % of the "
-            f"~{j.ceiling:.0f} IOPS one volume sustains on {j.on}. Spread the workload over {vols} volumes with "
+            f"~{j.ceiling:.0f} IOPS one volume sustains on {iops_ceiling.release_words(version)}. Spread the workload over {vols} volumes with "
             f"up to 8 LUNs each{' (write-heavy load wants 2 volumes at least)' if write_heavy else ''}."
             f"{upgrade}"
         )
