@@ -86,11 +86,7 @@ def lun_labels(lun: LunStats) -> dict[str, str]:
     Identity only: the node that serves the LUN changes with a volume move, and a label
     change would restart the alert's ``for:``; the engine shows it on
     ``sanlens_diagnosis_location_info`` instead."""
-    key = ("lun", lun.cluster, lun.svm, lun.volume, lun.lun)
-    hit = _SUBJECT_LABELS.get(key)
-    if hit is not None:
-        return hit
-    return _subject_labels(key, cluster=lun.cluster, svm=lun.svm, volume=lun.volume, lun=lun.lun)
+    return lun_subject(lun)[1]
 
 
 def disk_key(d: HostDiskStats) -> str:
@@ -120,7 +116,8 @@ def lun_subject(lun: LunStats) -> tuple[str, dict[str, str]]:
     if hit is None:
         if len(_LUN_SUBJECTS) >= _SUBJECT_LABELS_MAX:
             _LUN_SUBJECTS.clear()  # LUNs come and go; the cache must not grow without end
-        hit = _LUN_SUBJECTS[ident] = (lun_key(lun.cluster, lun.svm, lun.lun), lun_labels(lun))
+        subject = labels(cluster=lun.cluster, svm=lun.svm, volume=lun.volume, lun=lun.lun)
+        hit = _LUN_SUBJECTS[ident] = (lun_key(lun.cluster, lun.svm, lun.lun), subject)
     return hit
 
 
