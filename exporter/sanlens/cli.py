@@ -17,10 +17,8 @@ from typing import NoReturn
 
 from sanlens import __version__, cliargs
 from sanlens.config import Config
-from sanlens.config.load import check_config, problem_lines
 from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
 from sanlens.optional import ANALYZE, SIMULATOR, MissingPart, Part, load
-from sanlens.serve.healthcheck import ENV_LISTEN, ENV_WEB_CONFIG_FILE
 from sanlens.urls import RedactingFilter
 
 log = logging.getLogger("sanlens")
@@ -65,9 +63,6 @@ SUBCOMMANDS: dict[str, tuple[str, str, Part | None]] = {
         None,
     ),
 }
-# $SANLENS_LISTEN and $SANLENS_WEB_CONFIG_FILE are read by serve (below its flags, above the
-# config file) and by healthcheck, so a container sets them once for both: the image's
-# HEALTHCHECK and the chart's exec probes find the server the way it was told to listen.
 
 
 def setup_logging(level: str = "info") -> None:
@@ -82,6 +77,8 @@ def setup_logging(level: str = "info") -> None:
 
 def checked_config(path: str, files: bool = True) -> Config:
     """The config as serve runs it: every problem at once in a ConfigError, which exits 2 through ``main``."""
+    from sanlens.config.load import check_config  # YAML and the reader load for a command that reads a config
+
     return check_config(path, files=files)
 
 
@@ -91,6 +88,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     def warn(text: str) -> None:
         warnings.append(text)
         print(f"warning: {text}", file=sys.stderr)
+
+    from sanlens.config.load import check_config
 
     cfg = check_config(args.file, files=not args.skip_files, warn=warn)
     told = f", {len(warnings)} warning(s)" if warnings else ""
@@ -104,7 +103,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cfg = checked_config(args.config)
     setup_logging(args.log_level or cfg.log_level)
     web = None
-    web_config_file = args.web_config_file or os.environ.get(ENV_WEB_CONFIG_FILE) or None
+    web_config_file = args.web_config_file or os.environ.get(cliargs.ENV_WEB_CONFIG_FILE) or None
     if web_config_file:
         from sanlens.serve.web_security import WebSecurity
 
@@ -142,13 +141,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def env_listen() -> str | None:
     """``$SANLENS_LISTEN``, checked as ``--listen`` is; None when unset or empty."""
-    value = os.environ.get(ENV_LISTEN) or None
+    value = os.environ.get(cliargs.ENV_LISTEN) or None
     if value is not None:
         try:
             cliargs.listen_address(value)
         except argparse.ArgumentTypeError as e:
             raise UsageError(
-                f"{ENV_LISTEN}={value!r}: {e}", hint="unset it, or give host:port or :port"
+                f"{cliargs.ENV_LISTEN}={value!r}: {e}", hint="unset it, or give host:port or :port"
             ) from None
     return value
 
@@ -208,7 +207,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "--listen",
         type=cliargs.listen_address,
         default=None,
-        help=f"listen address, host:port or :port (default ${ENV_LISTEN}, else the config's, else :9842)",
+        help=f"listen address, host:port or :port (default ${cliargs.ENV_LISTEN}, else the config's, else :9842)",
     )
     s.add_argument(
         "--web.config.file",
@@ -216,7 +215,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         metavar="FILE",
         default=None,
         help="TLS and basic auth for every endpoint, in the Prometheus exporter-toolkit format "
-        f"(default ${ENV_WEB_CONFIG_FILE})",
+        f"(default ${cliargs.ENV_WEB_CONFIG_FILE})",
     )
     s.add_argument(
         "--log-level",
@@ -283,6 +282,8 @@ def report(e: BaseException, command: str, debug: bool) -> int:
     if debug:
         traceback.print_exception(e)
     if isinstance(e, ConfigError):
+        from sanlens.config.load import problem_lines
+
         lines = problem_lines(e)
         hint, code = e.hint or f"see 'sanlens {command} --help'", e.exit_code
     elif isinstance(e, SanlensError):

@@ -7,6 +7,12 @@ import math
 
 from sanlens.config import host_problem, listen_problem
 
+# Read by serve (below its flags, above the config file) and by healthcheck, so a container sets
+# them once for both: the image's HEALTHCHECK and the chart's exec probes find the server the way
+# it was told to listen.
+ENV_LISTEN = "SANLENS_LISTEN"
+ENV_WEB_CONFIG_FILE = "SANLENS_WEB_CONFIG_FILE"
+
 
 def port(text: str) -> int:
     """A TCP port, 0 to 65535 (0: a free one)."""

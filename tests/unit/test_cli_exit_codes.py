@@ -171,11 +171,12 @@ def test_an_unexpected_error_names_its_type_and_place_not_its_message(
 ) -> None:
     """A bug's message may hold anything (a password, a path): only --debug shows it."""
     from sanlens import cli
+    from sanlens.config import load
 
     def boom(path: str, files: bool = True, warn: object = None) -> None:
         raise ValueError("s3cr3t inside")
 
-    monkeypatch.setattr(cli, "check_config", boom)
+    monkeypatch.setattr(load, "check_config", boom)  # the command imports the reader when it runs
     assert cli.main(["check-config", "x.yaml"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: unexpected ValueError in test_cli_exit_codes.py:") and "s3cr3t" not in err

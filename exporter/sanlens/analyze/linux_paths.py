@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sanlens.hosts.node_scrape import NVME_PATH
+from sanlens.hosts.linux_devices import NVME_PATH
 
 Row = dict[str, float]
 # a kernel disk's own name, never a device-mapper map's (``mpatha``, a WWID, ``vg-lv``)

@@ -82,7 +82,12 @@ class _Model(BaseModel):
     """
 
     model_config = ConfigDict(
-        extra="forbid", strict=True, allow_inf_nan=False, hide_input_in_errors=True, regex_engine="rust-regex"
+        extra="forbid",
+        strict=True,
+        allow_inf_nan=False,
+        hide_input_in_errors=True,
+        regex_engine="rust-regex",
+        defer_build=True,
     )
 
 

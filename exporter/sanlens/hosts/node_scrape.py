@@ -55,6 +55,7 @@ from typing import Any, Literal
 from sanlens.hosts.catalogue import NODE_EXPORTER, linux_word_bits
 from sanlens.hosts.cooking import DiskReading, PathReading
 from sanlens.hosts.exporter_scrape import Sample, text_samples
+from sanlens.hosts.linux_devices import NVME_NS, NVME_PATH
 from sanlens.join.directory import NVME_ID_PREFIXES, normalize_wwid, ontap_wwid, serial_from_wwid
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,6 @@ ONTAP_MODELS = frozenset({"lun c-mode", "lun_c-mode"})
 FAMILIES = (*_FIELDS, DISK_INFO, DM_INFO, MP_INFO, MP_PATH_STATE, MP_PATHS_ACTIVE, MP_PATHS_FAILED, QUEUE_DEPTH,
             ACCESS_STATE, NVME_INFO, NVME_SUBSYS_NS, NVME_SUBSYS_PATH_STATE, UNAME)  # fmt: skip
 _NOT_DISKS = re.compile(r"^(sr|loop|z?ram|fd|md)\d+$|^(mmcblk\d+p|nvme\d+n\d+p|x?[shv]d[a-z]+)\d+$")
-NVME_NS = re.compile(r"^nvme(\d+)n(\d+)$")  # a namespace block device (the multipath head)
-NVME_PATH = re.compile(r"^nvme(\d+)c(\d+)n(\d+)$")  # a hidden per-controller path device
 
 
 class NodeScrapeError(ValueError):

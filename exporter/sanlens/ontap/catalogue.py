@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from sanlens.errors import ConfigError
 from sanlens.model import MetricType
 
@@ -400,6 +398,8 @@ def parse_harvest(doc: Any, counters: Mapping[str, CounterDef], where: str, tabl
 @functools.cache
 def catalogue() -> dict[str, TableDef]:
     """Every packaged table, keyed by ONTAP table name."""
+    import yaml  # here, not at import: a run that reads no ONTAP table never loads YAML
+
     out: dict[str, TableDef] = {}
     folder = resources.files("sanlens.ontap").joinpath("tables")
     for f in sorted(folder.iterdir(), key=lambda p: p.name):

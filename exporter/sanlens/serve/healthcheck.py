@@ -43,8 +43,7 @@ from sanlens.errors import ConfigError
 if TYPE_CHECKING:  # the web config module loads bcrypt: only when a web config is given
     from sanlens.config.web import TLSFile as TLSServerConfig
 
-ENV_LISTEN = "SANLENS_LISTEN"
-ENV_WEB_CONFIG_FILE = "SANLENS_WEB_CONFIG_FILE"
+ENV_LISTEN, ENV_WEB_CONFIG_FILE = cliargs.ENV_LISTEN, cliargs.ENV_WEB_CONFIG_FILE
 ENV_USERNAME = "SANLENS_HEALTHCHECK_USERNAME"
 ENV_PASSWORD_FILE = "SANLENS_HEALTHCHECK_PASSWORD_FILE"
 ENV_CERT_FILE = "SANLENS_HEALTHCHECK_CERT_FILE"
