@@ -18,6 +18,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 # series unit -> (factor, label) of what the report shows
 UNITS: dict[str, tuple[float, str]] = {
     "seconds": (1000.0, "ms"),
@@ -99,24 +101,26 @@ def svg_chart(
     factor, label = human(unit)
     w, h, left, bottom, top = width, 160, 52, 30, 8
     pw, ph = w - left - 8, h - bottom - top
-    pts = [p for ln in lines for p in ln.points]
-    if not pts:
+    # a log's chart has thousands of points: each line's as an (n, 2) array, reduced and scaled whole
+    arrays = [np.asarray(ln.points, dtype=float).reshape(-1, 2) for ln in lines]
+    if not any(len(a) for a in arrays):
         return f'<svg width="{w}" height="{h}" role="img"><text x="{left}" y="{h / 2}">no data</text></svg>'
-    xs = [p[0] for p in pts]
-    ys = [p[1] * factor for p in pts if math.isfinite(p[1])] or [0.0]
-    x0, x1 = min(xs), max(xs)
-    hi_marks = [max(ys)]
+    pts = np.concatenate(arrays)
+    finite = pts[np.isfinite(pts[:, 1]), 1] * factor
+    ys = finite if len(finite) else np.zeros(1)
+    x0, x1 = float(pts[:, 0].min()), float(pts[:, 0].max())
+    hi_marks = [float(ys.max())]
     if band:
         hi_marks.append(band[1] * factor * 1.1)
     if reference:
         hi_marks.append(reference[1] * factor * 1.05)
-    y_hi, y_lo = max(hi_marks), min(0.0, min(ys))
+    y_hi, y_lo = max(hi_marks), min(0.0, float(ys.min()))
     if y_hi <= y_lo:  # an idle series: a 0 .. 1 axis, not one of 1e-12
         y_hi = y_lo + 1.0
     ticks = [y_lo, (y_lo + y_hi) / 2, y_hi]
     if log:
         marks = [band[0] * factor] if band else []
-        y_lo = _log_floor(ys, marks)
+        y_lo = _log_floor(ys.tolist(), marks)
         y_hi = 10.0 ** math.ceil(math.log10(max(y_hi, y_lo * 10)))
         ticks = [10.0**k for k in range(round(math.log10(y_lo)), round(math.log10(y_hi)) + 1)]
 
@@ -160,21 +164,21 @@ def svg_chart(
         )
         parts.append(f'<text x="{left + 4}" y="{y - 3:.1f}">{_e(name)} {_e(fmt(value * factor))}</text>')
     legend_x = left
-    for n, ln in enumerate(lines):
+    for n, (ln, arr) in enumerate(zip(lines, arrays, strict=True)):
         color = COLORS[n % len(COLORS)]
         dash = ' stroke-dasharray="5 2"' if ln.label.startswith("LUN") else ""
-        shown = [(x, y) for x, y in ln.points if math.isfinite(y)]
+        shown = arr[np.isfinite(arr[:, 1])]
         if len(shown) == 1:
-            x, y = shown[0]
+            x, y = shown[0].tolist()
             parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y * factor):.1f}" r="3" fill="{color}"/>')
-        elif shown:
+        elif len(shown):
             if log or x1 <= x0:
-                path = " ".join(f"{sx(x):.1f},{sy(y * factor):.1f}" for x, y in shown)
-            else:  # sx and sy inlined: a log's chart has thousands of points, and a call each was most of it
+                path = " ".join(f"{sx(x):.1f},{sy(y * factor):.1f}" for x, y in shown.tolist())
+            else:  # sx and sy over the whole line at once
                 span_x, span_y, base = x1 - x0, y_hi - y_lo, top + ph
-                px = [left + (x - x0) / span_x * pw for x, _ in shown]
-                py = [base - (y * factor - y_lo) / span_y * ph for _, y in shown]
-                path = " ".join(map("{:.1f},{:.1f}".format, px, py))
+                px = left + (shown[:, 0] - x0) / span_x * pw
+                py = base - (shown[:, 1] * factor - y_lo) / span_y * ph
+                path = " ".join(map("{:.1f},{:.1f}".format, px.tolist(), py.tolist()))
             parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"{dash}/>')
         if len(lines) > 1 or ln.label:
             parts.append(
