@@ -11,6 +11,7 @@ to the same models.
 
 from __future__ import annotations
 
+import functools
 import os
 import typing
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, cast
@@ -154,9 +155,17 @@ class AuthConfig(Ruled, _Model):
         return self.password
 
 
-# The auth and tls of every target that sets none: frozen, so one object serves them all.
-NO_AUTH = AuthConfig()
-DEFAULT_TLS = TLSConfig()
+@functools.cache
+def no_auth() -> AuthConfig:
+    """The auth of every target that sets none: frozen, so one object serves them all (made on first
+    use, so a command that reads no config never builds the models' validators)."""
+    return AuthConfig()
+
+
+@functools.cache
+def default_tls() -> TLSConfig:
+    """The tls of every target that sets none, one shared object like ``no_auth``."""
+    return TLSConfig()
 
 
 class OntapTarget(_Model):
@@ -168,11 +177,9 @@ class OntapTarget(_Model):
     url: Url = Field(
         description="Cluster management URL: https://host[:port][/path] (http:// for the simulator)."
     )
-    auth: AuthConfig = Field(
-        default_factory=lambda: NO_AUTH, description="Credentials of a read-only account."
-    )
+    auth: AuthConfig = Field(default_factory=no_auth, description="Credentials of a read-only account.")
     tls: TLSConfig = Field(
-        default_factory=lambda: DEFAULT_TLS, description="Verification of the cluster's certificate."
+        default_factory=default_tls, description="Verification of the cluster's certificate."
     )
     poll_interval: Interval = Field(default=Duration(60), description="How often the counters are read.")
     connect_timeout: Timeout = Field(default=Duration(5), description="Connect timeout of each request.")
@@ -279,12 +286,8 @@ class HostTarget(_Model):
         "`exporter`'s series a Prometheus-compatible query API at `url` already holds: no second scrape).",
     )
     url: Text = Field(default=None, description="perfmon: not used.")
-    auth: AuthConfig = Field(
-        default_factory=lambda: NO_AUTH, description="Credentials (Basic auth or WinRM)."
-    )
-    tls: TLSConfig = Field(
-        default_factory=lambda: DEFAULT_TLS, description="Verification of the host's certificate."
-    )
+    auth: AuthConfig = Field(default_factory=no_auth, description="Credentials (Basic auth or WinRM).")
+    tls: TLSConfig = Field(default_factory=default_tls, description="Verification of the host's certificate.")
     poll_interval: Interval = Field(default=Duration(15), description="How often the host is polled.")
     timeout: Timeout = Field(default=Duration(10), description="Timeout of each request.")
     max_response_bytes: int = Field(

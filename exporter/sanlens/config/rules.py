@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, ClassVar, Protocol, Self
 
-from pydantic import BaseModel, GetJsonSchemaHandler, ValidationError, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    GetJsonSchemaHandler,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, InitErrorDetails, PydanticCustomError
 
@@ -172,6 +179,7 @@ def path_of(loc: Loc) -> str:
 class Ruled(BaseModel):
     """A model whose ``RULES`` are checked once its fields are valid and written into its JSON Schema."""
 
+    model_config = ConfigDict(defer_build=True)  # built with its first subclass that validates
     RULES: ClassVar[tuple[Rule, ...]] = ()
 
     @model_validator(mode="after")
