@@ -8,6 +8,7 @@ earlier row; label columns, to each row's label value.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from typing import Any
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from sanlens.ontap.catalogue import LabelDef, catalogue
 from sanlens.ontap.cooking import CounterRow, CounterSpec, cook_row, cook_table, pair
-from sanlens.ontap.counter_json import decode_records
+from sanlens.ontap.counter_json import KeptStrings, decode_records
 from sanlens.ontap.row_block import RowBlock
 
 pytestmark = pytest.mark.unit
@@ -140,6 +141,38 @@ def test_a_live_page_leaves_out_garbage_records_and_counts_each_by_its_problem(
         alone.properties, alone.counters, alone.labels, alone.complete
     )  # fmt: skip
     assert problems == Counter(kind for kind in kinds if kind is not None)
+
+
+@settings(max_examples=50)
+@given(st.lists(st.integers(0, 30).flatmap(record), min_size=1, max_size=8), st.integers(0, 7))
+def test_kept_strings_make_a_poll_read_the_last_polls_string_objects_and_keep_only_the_latest(
+    recs: list[dict[str, Any]], gone: int
+) -> None:
+    page = json.dumps(recs)  # each poll decodes its own copies, as a response does
+    first, second, plain = RowBlock(TABLE), RowBlock(TABLE), RowBlock(TABLE)
+    kept = KeptStrings()
+    for block in (first, second):
+        kept.new_poll()
+        decode_records(block, json.loads(page), first=0, kept=kept)
+    decode_records(plain, json.loads(page))
+    assert (second.instances, second.properties) == (plain.instances, plain.properties)
+    assert all(a is b for a, b in zip(first.instances, second.instances, strict=True))
+    for key, col in second.properties.items():
+        assert all(a is b for a, b in zip(first.properties[key], col, strict=True))
+    # a record gone from the next poll: its strings are no longer kept
+    later = [r for k, r in enumerate(recs) if k != gone % len(recs)]
+    kept.new_poll()
+    decode_records(RowBlock(TABLE), json.loads(json.dumps(later)), first=0, kept=kept)
+    read = RowBlock(TABLE)
+    decode_records(read, later)
+    wanted = {*read.instances, *(v for col in read.properties.values() for v in col if v is not None)}
+    offered = {r["id"] for r in later} | {
+        x
+        for r in later
+        for x in [p["value"] for p in r.get("properties", [])] + [c.get("value") for c in r["counters"]]
+        if isinstance(x, str)
+    }  # a value a later one of the same name replaced is kept too, for one poll
+    assert wanted <= set(kept.now) <= offered
 
 
 def rows_of(instances: list[str], seed: int, scale: float) -> list[CounterRow]:

@@ -36,7 +36,7 @@ from sanlens.ontap.cooking import (
     keeps_partial,
     pair,
 )
-from sanlens.ontap.counter_json import decode_records, parse_schema_doc
+from sanlens.ontap.counter_json import KeptStrings, decode_records, parse_schema_doc
 from sanlens.ontap.inputs import status
 from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_qos, fetch_static, identities
 from sanlens.ontap.qos_reader import QosRead, QosReader
@@ -91,6 +91,7 @@ class OntapSource:
         self.tables_missing: set[str] = set()  # configured tables this cluster answers 404 for
         self._missing_tables_logged: set[tuple[str, str]] = set()
         self._fetched_at: dict[str, float] = {}  # table -> when its rows arrived in this poll
+        self._kept: dict[str, KeptStrings] = {}  # table -> its ids and names, one object each across polls
         self.malformed: dict[str, Counter[str]] = {}  # table -> records skipped this poll, by problem
         self.version: OntapVersion | None = None
         self.inventory = Inventory()
@@ -335,6 +336,8 @@ class OntapSource:
                 wanted.append(base.base)
         rows = RowBlock(table)
         problems: Counter[str] = Counter()
+        kept = self._kept.setdefault(table, KeptStrings())
+        kept.new_poll()
         seen = 0
         params = {"fields": "properties,counters", "counters.name": "|".join(wanted)}
         for page in self.client.pages(
@@ -342,7 +345,7 @@ class OntapSource:
             {**params, **qos_views.row_filter(table)},
         ):
             try:
-                decode_records(rows, page, table, first=seen, problems=problems)
+                decode_records(rows, page, table, first=seen, problems=problems, kept=kept)
             except CaptureError as e:  # a record or counter of the wrong type: the page cannot be trusted
                 raise SourceError(str(e), reason="malformed") from None
             seen += len(page)

@@ -102,19 +102,48 @@ def rows_from_response(
     return rows
 
 
+class KeptStrings:
+    """One object per distinct id and property value of a table, kept from one poll to the next.
+
+    A table's ids and names come back every poll. Decoded afresh, each poll's copies would outlive
+    the poll (the block is kept for the next deltas, the view reads its names) while the page they
+    came from is freed around them: survivors scattered over Python's arenas, which return to the
+    system only when empty. Kept, a poll's strings are the last poll's objects (their hashes
+    already computed) and the page's copies die with the page. Only the strings of the latest poll
+    are kept, so the table's own size bounds it.
+    """
+
+    __slots__ = ("last", "now")
+
+    def __init__(self) -> None:
+        self.last: dict[str, str] = {}
+        self.now: dict[str, str] = {}
+
+    def new_poll(self) -> None:
+        self.last, self.now = self.now, {}
+
+
 def decode_records(
-    block: RowBlock, recs: list[Any], where: str = "", first: int = 0, problems: Counter[str] | None = None
+    block: RowBlock,
+    recs: list[Any],
+    where: str = "",
+    first: int = 0,
+    problems: Counter[str] | None = None,
+    kept: KeptStrings | None = None,
 ) -> list[str]:
     """Append rows records to ``block``'s columns; each record's ``counter_table`` name ('' when absent).
 
     ``first`` is the position of ``recs[0]`` in the whole collection (pages appended one by one).
     With ``problems`` (the live poll), a record ``record_problem`` finds garbage is counted there by
-    its problem and left out; without it (captures), every object record is a row.
+    its problem and left out; without it (captures), every object record is a row. With ``kept``,
+    ids and property values are the objects it keeps (:class:`KeptStrings`).
     Hot path: ``dict`` checks, not ``Mapping`` (an ABC check per element costs ~0.3 s a poll at
     scale), and a value appended to its counter's column, with no object per row.
     """
     instances, complete = block.instances, block.complete
     props_cols, counter_cols, label_cols = block.properties, block.counters, block.labels
+    now: dict[str, str] | None = kept.now if kept is not None else None
+    last: dict[str, str] = kept.last if kept is not None else {}
     names: list[str] = []
     for n, r in enumerate(recs, start=first):
         if not isinstance(r, dict):
@@ -130,10 +159,15 @@ def decode_records(
         for p in listed if type(listed) is list else ():
             if type(p) is dict and "name" in p:
                 key, value = str(p["name"]), str(p.get("value", ""))
+                if now is not None:
+                    value = now.get(value) or now.setdefault(value, last.get(value, value))
                 put(props_cols, key, i, value)
                 if key == "name":
                     name_prop = value
-        instances.append(str(rid or name_prop or n))
+        rid = str(rid or name_prop or n)
+        if now is not None:
+            rid = now.get(rid) or now.setdefault(rid, last.get(rid, rid))
+        instances.append(rid)
         agg = r.get("aggregation")
         complete.append(not (isinstance(agg, dict) and agg.get("complete") is False))
         for c in listed if isinstance(listed := r.get("counters"), list) else ():
@@ -173,6 +207,8 @@ def decode_records(
                     put(label_cols, name, i, _strings(c.get("labels")))
                 elif "value" in c:
                     if isinstance(v, str) and not _is_number(v):
+                        if now is not None:
+                            v = now.get(v) or now.setdefault(v, last.get(v, v))
                         put(props_cols, name, i, v)  # a string-typed counter (fcp link.speed): a label
                     elif type(v) in (int, float, str):
                         put(counter_cols, name, i, float(v))  # type: ignore[arg-type]
