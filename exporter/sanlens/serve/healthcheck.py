@@ -43,7 +43,6 @@ from sanlens.errors import ConfigError
 if TYPE_CHECKING:  # the web config module loads bcrypt: only when a web config is given
     from sanlens.config.web import TLSFile as TLSServerConfig
 
-ENV_LISTEN, ENV_WEB_CONFIG_FILE = cliargs.ENV_LISTEN, cliargs.ENV_WEB_CONFIG_FILE
 ENV_USERNAME = "SANLENS_HEALTHCHECK_USERNAME"
 ENV_PASSWORD_FILE = "SANLENS_HEALTHCHECK_PASSWORD_FILE"
 ENV_CERT_FILE = "SANLENS_HEALTHCHECK_CERT_FILE"
@@ -137,14 +136,20 @@ def _authorization(args: argparse.Namespace) -> str | None:
 
 def check(args: argparse.Namespace) -> Outcome:
     """One GET of ``args.path``, judged as described in the module docstring."""
-    listen = args.listen or os.environ.get(ENV_LISTEN) or DEFAULT_LISTEN
+    listen = args.listen or os.environ.get(cliargs.ENV_LISTEN) or DEFAULT_LISTEN
     try:
         cliargs.listen_address(listen)
     except argparse.ArgumentTypeError as e:
-        source = "--listen" if args.listen else ENV_LISTEN if os.environ.get(ENV_LISTEN) else "listen"
+        source = (
+            "--listen"
+            if args.listen
+            else cliargs.ENV_LISTEN
+            if os.environ.get(cliargs.ENV_LISTEN)
+            else "listen"
+        )
         raise CheckError(f"{source} {listen!r}: {e}") from None
     where = target(listen)
-    web_file = args.web_config_file or os.environ.get(ENV_WEB_CONFIG_FILE) or ""
+    web_file = args.web_config_file or os.environ.get(cliargs.ENV_WEB_CONFIG_FILE) or ""
     tls: TLSServerConfig | None = None
     users = False
     if web_file:
@@ -232,7 +237,7 @@ def check(args: argparse.Namespace) -> Outcome:
         return Outcome(
             False,
             f"{url}: the server speaks TLS",
-            f"give the server's web config: --web.config.file or {ENV_WEB_CONFIG_FILE}",
+            f"give the server's web config: --web.config.file or {cliargs.ENV_WEB_CONFIG_FILE}",
         )
     first = body.decode("utf-8", errors="replace").strip().splitlines()
     detail = f": {first[0][:120]}" if first else ""
@@ -246,14 +251,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--listen",
         default=None,
-        help=f"the server's listen address, host:port or :port (default ${ENV_LISTEN}, else {DEFAULT_LISTEN})",
+        help=f"the server's listen address, host:port or :port (default ${cliargs.ENV_LISTEN}, else {DEFAULT_LISTEN})",
     )
     p.add_argument(
         "--web.config.file",
         dest="web_config_file",
         metavar="FILE",
         default=None,
-        help=f"the server's web config: TLS and basic auth (default ${ENV_WEB_CONFIG_FILE})",
+        help=f"the server's web config: TLS and basic auth (default ${cliargs.ENV_WEB_CONFIG_FILE})",
     )
     p.add_argument("--path", default="/-/healthy", help="the endpoint to ask (default /-/healthy)")
     p.add_argument(
