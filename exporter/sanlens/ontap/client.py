@@ -25,8 +25,8 @@ import logging
 import math
 import random
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol, TypeVar, cast
 from urllib.parse import urljoin
 
 import orjson
@@ -166,6 +166,10 @@ class OntapClient:
     # ------------------------------------------------------------------ requests
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """GET one document; retries transient failures, raises typed errors."""
+        return _json(self.body(path, params), path)
+
+    def body(self, path: str, params: Mapping[str, Any] | None = None) -> bytearray:
+        """GET one answer's bytes, bounded; retries transient failures, raises typed errors."""
         url = urljoin(self.base, path.lstrip("/"))
         shown = path.split("?", 1)[0]
         attempt = 0
@@ -212,16 +216,7 @@ class OntapClient:
                 continue
             if resp.status_code >= 400:
                 raise self._error(resp, shown)
-            body = self.adapter.read_body(resp, self.max_bytes, shown)
-            try:
-                doc = orjson.loads(body)  # 10k-row counter pages: ~4x the stdlib decoder
-            except orjson.JSONDecodeError:
-                raise OntapMalformed(f"{shown}: response is not valid JSON") from None
-            finally:
-                del body
-            if not isinstance(doc, dict):
-                raise OntapMalformed(f"{shown}: expected a JSON object, got {type(doc).__name__}")
-            return doc
+            return self.adapter.read_body(resp, self.max_bytes, shown)
 
     def _error(self, resp: requests.Response, shown: str) -> OntapError:
         """The typed error of a failed answer, its message from a bounded read of the body."""
@@ -263,20 +258,37 @@ class OntapClient:
         At 10,000 LUNs a counter table's decoded JSON is ~10x the rows made from it; holding
         one page at a time instead of the whole table keeps a poll's peak memory down.
         """
+        # _untyped reads no page: every page is its records
+        yield from cast("Iterator[list[dict[str, Any]]]", self.typed_pages(path, params, _untyped))
+
+    def typed_pages(
+        self, path: str, params: Mapping[str, Any] | None, typed: Callable[[bytearray], P | None]
+    ) -> Iterator[P | list[dict[str, Any]]]:
+        """Each page as ``typed`` reads it, or as its records (dicts) where ``typed`` gives None."""
         query: dict[str, Any] | None = {"max_records": self.target.max_records, **(params or {})}
         seen: set[str] = set()
         next_path: str = path
         while True:
-            doc = self.get(next_path, query)
-            recs = doc.get("records")
-            if not isinstance(recs, list):
-                raise OntapMalformed(f"{path}: response has no 'records' list")
-            for i, rec in enumerate(recs):
-                if not isinstance(rec, dict):
-                    raise OntapMalformed(f"{path}: records[{i}] is {_kind(rec)}, not an object")
-            href = _next_href(doc, path)
-            yield recs
-            del recs
+            body = self.body(next_path, query)
+            page = typed(body)
+            if page is not None:
+                del body
+                href = page.next_href()
+                yield page
+                del page
+            else:
+                doc = _json(body, next_path)
+                del body
+                recs = doc.get("records")
+                if not isinstance(recs, list):
+                    raise OntapMalformed(f"{path}: response has no 'records' list")
+                for i, rec in enumerate(recs):
+                    if not isinstance(rec, dict):
+                        raise OntapMalformed(f"{path}: records[{i}] is {_kind(rec)}, not an object")
+                href = _next_href(doc, path)
+                del doc
+                yield recs
+                del recs
             if not href:
                 return
             if href in seen:
@@ -295,6 +307,31 @@ class OntapClient:
             )
         except (KeyError, TypeError, ValueError):
             raise OntapMalformed("/api/cluster: version lacks generation/major/minor") from None
+
+
+class Paged(Protocol):
+    """A page read by a typed reader: where the collection goes on."""
+
+    def next_href(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=Paged)
+
+
+def _untyped(body: bytearray) -> Paged | None:
+    return None
+
+
+def _json(body: bytes | bytearray, path: str) -> dict[str, Any]:
+    """An answer's JSON object; anything else is ``malformed``."""
+    shown = path.split("?", 1)[0]
+    try:
+        doc = orjson.loads(body)  # 10k-row counter pages: ~4x the stdlib decoder
+    except orjson.JSONDecodeError:
+        raise OntapMalformed(f"{shown}: response is not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise OntapMalformed(f"{shown}: expected a JSON object, got {type(doc).__name__}")
+    return doc
 
 
 def _kind(value: object) -> str:

@@ -41,6 +41,7 @@ from sanlens.ontap.inputs import status
 from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_qos, fetch_static, identities
 from sanlens.ontap.qos_reader import QosRead, QosReader
 from sanlens.ontap.row_block import RowBlock
+from sanlens.ontap.rows_page import RowsPage, decode_page, read_page
 from sanlens.ontap.views import build_view, table_fields
 
 __all__ = ["CLUSTER_INFO_HELP", "MALFORMED_HELP", "OntapSource"]
@@ -340,15 +341,20 @@ class OntapSource:
         kept.new_poll()
         seen = 0
         params = {"fields": "properties,counters", "counters.name": "|".join(wanted)}
-        for page in self.client.pages(
+        for page in self.client.typed_pages(
             f"/api/cluster/counter/tables/{quote(table, safe='')}/rows",
             {**params, **qos_views.row_filter(table)},
+            read_page,
         ):
             try:
-                decode_records(rows, page, table, first=seen, problems=problems, kept=kept)
+                if isinstance(page, RowsPage):
+                    seen += decode_page(rows, page, table, seen, problems, kept)
+                else:
+                    decode_records(rows, page, table, first=seen, problems=problems, kept=kept)
+                    seen += len(page)
             except CaptureError as e:  # a record or counter of the wrong type: the page cannot be trusted
                 raise SourceError(str(e), reason="malformed") from None
-            seen += len(page)
+            del page
         self._fetched_at[table] = self.clock()
         rows = _first_of_each(rows, problems)
         self._note_malformed(table, problems)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -74,7 +74,18 @@ def _strings(x: object) -> list[str]:
     return [str(v) for v in x]
 
 
-def _is_number(text: str) -> bool:
+def flat_2d(inner: list[str], subs: Iterable[tuple[str, list[float]]]) -> tuple[list[float], list[str]]:
+    """A 2-D counter's values in one list, each labelled ``outer.inner`` (an inner label past
+    the listed ones is its position)."""
+    flat: list[float] = []
+    labels: list[str] = []
+    for outer, vals in subs:
+        flat.extend(vals)
+        labels.extend(f"{outer}.{inner[j] if j < len(inner) else j}" for j in range(len(vals)))
+    return flat, labels
+
+
+def is_number(text: str) -> bool:
     try:
         float(text)
     except ValueError:
@@ -187,26 +198,20 @@ def decode_records(
                     else:
                         put(counter_cols, name, i, x)
                 elif "counters" in c:  # 2-D: one {"label", "values"} per outer label, inner labels shared
-                    inner = _strings(c.get("labels"))
-                    flat: list[float] = []
-                    flat_labels: list[str] = []
                     subs = c["counters"]
                     if subs is not None and not isinstance(subs, list):
                         raise TypeError("not an array")
-                    for sub in subs or []:
-                        outer = str(sub.get("label", ""))
-                        vals = _floats(sub.get("values") or [])
-                        flat.extend(vals)
-                        flat_labels.extend(
-                            f"{outer}.{inner[j] if j < len(inner) else j}" for j in range(len(vals))
-                        )
+                    flat, flat_labels = flat_2d(
+                        _strings(c.get("labels")),
+                        ((str(sub.get("label", "")), _floats(sub.get("values") or [])) for sub in subs or []),
+                    )
                     put(counter_cols, name, i, flat)
                     put(label_cols, name, i, flat_labels)
                 elif "values" in c:
                     put(counter_cols, name, i, _floats(c["values"]))
                     put(label_cols, name, i, _strings(c.get("labels")))
                 elif "value" in c:
-                    if isinstance(v, str) and not _is_number(v):
+                    if isinstance(v, str) and not is_number(v):
                         if now is not None:
                             v = now.get(v) or now.setdefault(v, last.get(v, v))
                         put(props_cols, name, i, v)  # a string-typed counter (fcp link.speed): a label

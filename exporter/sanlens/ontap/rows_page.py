@@ -1,0 +1,183 @@
+"""A live counter-table page of the common shape, decoded by msgspec straight into typed records.
+
+At 10,000 LUNs a poll reads ~30 MB of rows pages. Decoded to dicts, every counter is a dict of two
+keys that the cycle collector tracks and scans; decoded to these structs (``gc=False``: they hold
+no reference cycles), a page decodes ~3x faster and the columns read attributes. Only the common
+shape is typed: a page that differs anywhere (an id-less record, a number where a name is, a
+property that is not a string) fails the typed decode, and the generic reader
+(:func:`sanlens.ontap.counter_json.decode_records`) reads it, with its located errors and its
+counting of garbage records. Both give the same columns for the same page (a hypothesis test).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+
+from sanlens.ontap.cooking import CaptureError
+from sanlens.ontap.counter_json import KeptStrings, decode_records, flat_2d, is_number
+from sanlens.ontap.row_block import RowBlock, put
+
+
+class _Named(Struct, gc=False):
+    name: str = ""
+
+
+class _Property(Struct, gc=False):
+    name: str
+    value: str = ""
+
+
+class _Inner(Struct, gc=False):
+    """One outer label's values of a 2-D counter."""
+
+    label: str = ""
+    values: list[float] = []
+
+
+class _Counter(Struct, gc=False):
+    name: str
+    value: int | float | str | UnsetType | None = UNSET
+    values: list[float] | UnsetType = UNSET
+    labels: list[str] | UnsetType | None = UNSET
+    counters: list[_Inner] | UnsetType = UNSET
+
+
+class _Aggregation(Struct, gc=False):
+    complete: bool | None = None
+
+
+class Record(Struct, gc=False):
+    id: str | int
+    counters: list[_Counter]
+    properties: list[_Property] = []
+    counter_table: _Named | None = None
+    aggregation: _Aggregation | None = None
+
+
+class _Href(Struct, gc=False):
+    href: str | None = None
+
+
+class _Links(Struct, gc=False):
+    next: _Href | None = None
+
+
+class RowsPage(Struct, gc=False):
+    records: list[Record]
+    links: _Links | None = msgspec.field(name="_links", default=None)
+
+    def next_href(self) -> str | None:
+        """``_links.next.href``; None on the last page."""
+        nxt = self.links.next if self.links is not None else None
+        return (nxt.href or None) if nxt is not None else None
+
+
+_DECODER = msgspec.json.Decoder(RowsPage)
+
+
+def read_page(body: bytes | bytearray) -> RowsPage | None:
+    """The page typed, or None when it is not of the common shape (the generic reader's turn)."""
+    try:
+        return _DECODER.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
+def decode_typed(
+    block: RowBlock,
+    recs: list[Record],
+    where: str,
+    first: int,
+    kept: KeptStrings,
+) -> int:
+    """Append the records to ``block``'s columns as ``decode_records`` would; how many were read.
+
+    A record the generic reader would count as garbage (an empty id, no counters) stops the read
+    before it touches the block: the caller hands the rest of the page to ``decode_records``.
+    """
+    instances, complete, props_cols = block.instances, block.complete, block.properties
+    now, last = kept.now, kept.last
+    for k, r in enumerate(recs):
+        rid = r.id
+        if rid == "" or not r.counters:
+            return k
+        i = len(instances)
+        name_prop = None
+        for p in r.properties:
+            key, value = p.name, p.value
+            value = now.get(value) or now.setdefault(value, last.get(value, value))
+            put(props_cols, key, i, value)
+            if key == "name":
+                name_prop = value
+        rid = str(rid or name_prop or first + k)
+        rid = now.get(rid) or now.setdefault(rid, last.get(rid, rid))
+        instances.append(rid)
+        agg = r.aggregation
+        complete.append(not (agg is not None and agg.complete is False))
+        try:
+            _counters(r.counters, i, block, now, last)
+        except _NotANumber as e:
+            block.pad()
+            raise CaptureError(f"records[{first + k}] counter {e.args[0]!r}: not a number", where) from None
+    block.pad()
+    return len(recs)
+
+
+class _NotANumber(Exception):
+    """A counter whose value is null, or an integer past a float's range."""
+
+
+def _counters(
+    counters: list[_Counter], i: int, block: RowBlock, now: dict[str, str], last: dict[str, str]
+) -> None:
+    """Row ``i``'s counters into the block's columns."""
+    props_cols, counter_cols, label_cols = block.properties, block.counters, block.labels
+    name = ""
+    try:
+        for c in counters:
+            name, v = c.name, c.value
+            if (type(v) is float or type(v) is int) and c.values is UNSET and c.counters is UNSET:
+                x = float(v)
+                col = counter_cols.get(name)
+                if col is not None and len(col) == i:
+                    col.append(x)
+                else:
+                    put(counter_cols, name, i, x)
+            elif c.counters is not UNSET:
+                inner = c.labels if type(c.labels) is list else []
+                flat, flat_labels = flat_2d(inner, ((s.label, s.values) for s in c.counters))
+                put(counter_cols, name, i, flat)
+                put(label_cols, name, i, flat_labels)
+            elif c.values is not UNSET:
+                put(counter_cols, name, i, list(c.values))
+                put(label_cols, name, i, c.labels if type(c.labels) is list else [])
+            elif v is not UNSET:
+                if type(v) is str and not is_number(v):
+                    v = now.get(v) or now.setdefault(v, last.get(v, v))
+                    put(props_cols, name, i, v)  # a string-typed counter (fcp link.speed): a label
+                elif type(v) is str or type(v) is int or type(v) is float:
+                    put(counter_cols, name, i, float(v))
+                else:
+                    raise _NotANumber(name)
+    except OverflowError:
+        raise _NotANumber(name) from None
+
+
+def decode_page(
+    block: RowBlock,
+    page: RowsPage,
+    where: str,
+    first: int,
+    problems: Counter[str],
+    kept: KeptStrings,
+) -> int:
+    """A typed page's records into ``block``; how many it held. From a record the generic reader
+    would count as garbage on, the rest of the page is the generic reader's."""
+    recs = page.records
+    n = decode_typed(block, recs, where, first, kept)
+    if n < len(recs):
+        decode_records(block, msgspec.to_builtins(recs[n:]), where, first + n, problems, kept)
+    return len(recs)
