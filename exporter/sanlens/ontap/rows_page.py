@@ -109,7 +109,11 @@ def decode_typed(
         for p in r.properties:
             key, value = p.name, p.value
             value = now.get(value) or now.setdefault(value, last.get(value, value))
-            put(props_cols, key, i, value)
+            col = props_cols.get(key)
+            if col is not None and len(col) == i:
+                col.append(value)
+            else:
+                put(props_cols, key, i, value)
             if key == "name":
                 name_prop = value
         rid = str(rid or name_prop or first + k)
