@@ -8,10 +8,9 @@ garbage counted and the errors must be the generic reader's: the reference here 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
-
-import json
 
 import orjson
 import pytest
