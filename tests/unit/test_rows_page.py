@@ -142,3 +142,24 @@ def test_an_integer_past_a_floats_range_is_refused_not_raised() -> None:
     with pytest.raises(orjson.JSONDecodeError):
         orjson.loads(body)
     assert live(body, 0, KeptStrings())[2] == f"{TABLE}: records[0] counter 'ops': not a number"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"records":[{"id":"a","zz":'
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b',"counters":[{"name":"x","value":1}]}]}',
+        b'{"records":[{"id":"a\xff","counters":[{"name":"x","value":1}]}]}',
+        b'{"records":[{"id":"\\ud800","counters":[{"name":"x","value":1}]}]}',
+        b'{"records":[{"id":"a","counters":[{"name":"x","value":1e400}]}]}',
+        b"\xef\xbb\xbf{}",
+        b"",
+    ],
+    ids=["deep nesting in a skipped field", "bad UTF-8", "lone surrogate", "float overflow", "BOM", "empty"],
+)
+def test_an_answer_the_typed_decoder_cannot_read_is_left_to_the_generic_reader(body: bytes) -> None:
+    """Whatever the typed decoder raises, the page is the generic reader's, which names the fault
+    (``malformed``) or reads the page as before."""
+    assert read_page(body) is None

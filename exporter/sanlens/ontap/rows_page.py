@@ -82,8 +82,8 @@ def read_page(body: bytes | bytearray) -> RowsPage | None:
     """The page typed, or None when it is not of the common shape (the generic reader's turn)."""
     try:
         return _DECODER.decode(body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return None
+    except (msgspec.MsgspecError, ValueError, OverflowError, RecursionError):
+        return None  # bad UTF-8, nesting deeper than the decoder's stack: the generic reader says which
 
 
 def decode_typed(
