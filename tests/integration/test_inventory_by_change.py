@@ -44,13 +44,13 @@ def _full(src: OntapSource) -> dict[str, Any]:
 def polling(s: Simulator, **target: Any) -> Iterator[tuple[OntapSource, list[tuple[str, dict[str, Any]]]]]:
     src = OntapSource(OntapTarget(name="c1", url=s.url, **({"tables": ["lun"]} | target)))
     asked: list[tuple[str, dict[str, Any]]] = []
-    get = src.client.get
+    body = src.client.body  # every request, paged or not, reads its answer here
 
     def logged(path: str, params: Any = None) -> Any:
         asked.append((path, dict(params or {})))
-        return get(path, params)
+        return body(path, params)
 
-    src.client.get = logged  # type: ignore[method-assign]
+    src.client.body = logged  # type: ignore[method-assign]
     try:
         yield src, asked
     finally:

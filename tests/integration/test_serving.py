@@ -235,13 +235,13 @@ def test_tables_are_polled_side_by_side() -> None:
             src.poll()  # inventory, schemas: the first poll's extra requests
             sim.set_faults(latency_ms=delay * 1000)
             calls: list[str] = []
-            get = src.client.get
+            body = src.client.body  # every request, paged or not, reads its answer here
 
             def counted(path: str, *args: object, **kwargs: object) -> object:
                 calls.append(path)
-                return get(path, *args, **kwargs)  # type: ignore[arg-type]
+                return body(path, *args, **kwargs)  # type: ignore[arg-type]
 
-            src.client.get = counted  # type: ignore[method-assign]
+            src.client.body = counted  # type: ignore[method-assign]
             t0 = time.monotonic()
             src.poll()
             took = time.monotonic() - t0
