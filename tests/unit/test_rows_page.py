@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_row_block import GARBAGE, TABLE, record
+from tests.conftest import fixture_path
 
 from sanlens.ontap.cooking import CaptureError
 from sanlens.ontap.counter_json import KeptStrings, decode_records
@@ -163,3 +164,23 @@ def test_an_answer_the_typed_decoder_cannot_read_is_left_to_the_generic_reader(b
     """Whatever the typed decoder raises, the page is the generic reader's, which names the fault
     (``malformed``) or reads the page as before."""
     assert read_page(body) is None
+
+
+@pytest.mark.parametrize(
+    "capture",
+    [
+        "ontap/restperf/system-node-rows-vsim-1.json",
+        "ontap/restperf/system-node-rows-vsim-2.json",
+        "ontap/restperf/volume-rows-1.json",
+        "ontap/restperf/volume-rows-2.json",
+    ],
+)
+def test_a_real_clusters_rows_page_is_read_typed_into_the_generic_readers_columns(capture: str) -> None:
+    """Pages a real ONTAP sent (partial aggregation, many properties) take the typed path, so the
+    fast reader is not the simulator's alone, and read as the generic reader reads them."""
+    body = fixture_path(capture).read_bytes()
+    ref, ref_problems, ref_error = generic(body, 0, KeptStrings())
+    got, got_problems, got_error, typed = live(body, 0, KeptStrings())
+    assert typed
+    assert ref_error is None and got_error is None
+    assert len(got) > 0 and columns(got) == columns(ref) and got_problems == ref_problems
