@@ -156,7 +156,7 @@ def _counters(
                 put(counter_cols, name, i, flat)
                 put(label_cols, name, i, flat_labels)
             elif c.values is not UNSET:
-                put(counter_cols, name, i, list(c.values))
+                put(counter_cols, name, i, c.values)  # the page's own list: no copy
                 put(label_cols, name, i, c.labels if type(c.labels) is list else [])
             elif v is not UNSET:
                 if type(v) is str and not is_number(v):
