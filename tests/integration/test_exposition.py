@@ -133,6 +133,51 @@ def test_a_new_poll_renders_only_its_new_label_sets_and_forgets_gone_ones(
     assert 'lun="/vol/v/a"} 2.0' in second and 'lun="/vol/v/c"' not in second and 'lun="/vol/v/c"' in first
     kept = exp._label_texts["t"][("cluster", "lun")]
     assert set(kept) == {("c1", f"/vol/v/{x}") for x in "abd"} and not kept.last
+    joined.clear()
+    state.record_success(poll(["a", "b", "d"], float("inf")), 0.0)  # the same sets, in the same order
+    exp.refresh()
+    third = exp.render().decode()
+    assert joined == [], "a family polled again with equal label sets takes its texts whole"
+    assert (
+        sum(line.startswith("sanlens_test_") and line.endswith("} +Inf") for line in third.splitlines()) == 6
+    )
+    state.record_success(poll(["a", "b", "d", "e"], 4.0), 0.0)
+    exp.refresh()
+    fourth = exp.render().decode()
+    assert joined == ["c1", "/vol/v/e"], "after a render that took texts whole, still only the new set"
+    assert 'sanlens_test_ops_total{cluster="c1",lun="/vol/v/a"} 4.0' in fourth
+
+    def ours(page: str) -> list[str]:
+        return [line for line in page.splitlines() if line.startswith("sanlens_test_")]
+
+    fresh = Exposition(state)
+    fresh.refresh()
+    assert ours(fourth) == ours(fresh.render().decode()), "as a first render of the same poll"
+
+
+def test_a_label_set_left_out_stays_left_out_and_counted_poll_after_poll() -> None:
+    """A family with an oversized label value is rendered sample by sample on every poll, so its
+    series stay out of the page and counted, while the family's other series render."""
+    from sanlens.serve.exposition import MAX_LABEL_VALUE_BYTES
+
+    big = "x" * (MAX_LABEL_VALUE_BYTES + 1)
+
+    def poll(value: float) -> Snapshot:
+        b = MetricBuilder()
+        for lun in ("a", big, "b"):
+            b.add("sanlens_test_ops_total", "counter", "h", {"cluster": "c1", "lun": lun}, value)
+        return Snapshot("t", "ontap", value, b.build())
+
+    state = State()
+    state.register("t", "ontap", 60.0)
+    exp = Exposition(state)
+    for value in (1.0, 2.0, float("nan")):
+        state.record_success(poll(value), 0.0)
+        exp.refresh()
+        page = exp.render().decode()
+        assert big not in page and exp.dropped == {"t": 1}
+        shown = "NaN" if value != value else repr(value)
+        assert f'sanlens_test_ops_total{{cluster="c1",lun="b"}} {shown}' in page
 
 
 def _scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -20,7 +20,7 @@ import platform
 import struct
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import generate_latest
@@ -168,42 +168,70 @@ class LabelText(dict[tuple[str, ...], str | None]):
     A set with a value past ``MAX_LABEL_VALUE_BYTES`` renders as None: its series are left out, and
     ``dropped`` counts them (``example``: the first one's family, label and length, for the log)."""
 
-    __slots__ = ("dropped", "example", "last", "names")
+    __slots__ = ("dropped", "example", "last", "names", "refused")
 
-    def __init__(
-        self, names: tuple[str, ...], last: Mapping[tuple[str, ...], str | None] | None = None
-    ) -> None:
+    def __init__(self, names: tuple[str, ...], last: dict[tuple[str, ...], str | None] | None = None) -> None:
         super().__init__()
         self.names = names
-        self.last = last or {}
+        self.last = {} if last is None else last
         self.dropped = 0
         self.example: tuple[str, str, int] | None = None
+        self.refused = False  # some set here renders as None
 
     def __missing__(self, values: tuple[str, ...]) -> str | None:
         text = self.last.get(values)
         if text is None and oversized(values) is None:
             text = ",".join(f'{k}="{escape_label_value(x)}"' for k, x in zip(self.names, values, strict=True))
         self[values] = text
+        if text is None:
+            self.refused = True
         return text
+
+    def texts(self, m: Metric) -> list[str | None]:
+        """Each sample's label text, in order; the sets left out are counted here."""
+        texts = list(map(self.__getitem__, m.keys))
+        if self.refused and None in texts:
+            self.dropped += texts.count(None)
+            if self.example is None:
+                values = m.keys[texts.index(None)]
+                i = oversized(values) or 0
+                self.example = (m.name, m.label_names[i], len(values[i].encode("utf-8", "surrogatepass")))
+        return texts
+
+
+def sample_lines(m: Metric, texts: Sequence[str | None]) -> str:
+    """The sample lines of one family in text format 0.0.4 (no HELP/TYPE), each sample's label
+    text given; a sample whose text is None is left out."""
+    values = m.values
+    if m.label_names and math.isfinite(sum(values)) and None not in texts:
+        # the common case in one comprehension: every value finite (repr is the format's), every set kept
+        prefix = m.name + "{"
+        return "".join([f"{prefix}{lab}}} {v!r}\n" for lab, v in zip(texts, values, strict=True)])
+    lines: list[str] = []
+    append = lines.append
+    for lab, v in zip(texts, values, strict=True):
+        if lab is None:
+            continue
+        value = repr(v) if math.isfinite(v) else format_value(v)
+        append(f"{m.name}{{{lab}}} {value}\n" if lab else f"{m.name} {value}\n")
+    return "".join(lines)
 
 
 def render_samples(m: Metric, label_cache: LabelText | None = None) -> str:
     """The sample lines of one family in text format 0.0.4 (no HELP/TYPE)."""
     cache = LabelText(m.label_names) if label_cache is None else label_cache
-    prefix = m.name + "{"
-    lines: list[str] = []
-    append = lines.append
-    for values, v in zip(m.keys, m.values, strict=True):
-        lab = cache[values]
-        if lab is None:
-            cache.dropped += 1
-            if cache.example is None:
-                i = oversized(values) or 0
-                cache.example = (m.name, m.label_names[i], len(values[i].encode("utf-8", "surrogatepass")))
-            continue
-        value = repr(v) if math.isfinite(v) else format_value(v)
-        append(f"{prefix}{lab}}} {value}\n" if lab else f"{m.name} {value}\n")
-    return "".join(lines)
+    return sample_lines(m, cache.texts(m))
+
+
+@dataclass(slots=True)
+class _Labelled:
+    """One family's label texts as last rendered, for its next poll: when that brings equal label
+    tuples in the same order (a healthy estate's every poll), the texts are taken whole, with no
+    lookup per sample. Only a family with no set left out is kept."""
+
+    names: tuple[str, ...]
+    keys: Sequence[tuple[str, ...]]
+    texts: list[str | None]
 
 
 def header(m: Metric) -> str:
@@ -280,6 +308,8 @@ class Exposition:
         self._snap_cache: dict[str, tuple[int, dict[str, tuple[Metric, Piece, int]]]] = {}
         # snapshot -> label names -> that snapshot's rendered label sets, from its last render
         self._label_texts: dict[str, dict[tuple[str, ...], LabelText]] = {}
+        # snapshot -> family -> its label texts from its last render
+        self._families: dict[str, dict[str, _Labelled]] = {}
         self._headers: dict[tuple[str, str, str], Piece] = {}
         self._lock = threading.Lock()  # one build at a time
         self._body: Body | None = None
@@ -304,23 +334,36 @@ class Exposition:
         if hit is not None and hit[0] == stamp:
             return hit[1]
         last = self._label_texts.get(name, {})
+        last_families = self._families.get(name, {})
         caches: dict[tuple[str, ...], LabelText] = {}
+        families: dict[str, _Labelled] = {}
         pieces = {}
         for m in metrics:
-            text = caches.get(m.label_names)
-            if text is None:
-                text = caches[m.label_names] = LabelText(m.label_names, last.get(m.label_names))
-            before = text.dropped
-            rendered = render_samples(m, text)
+            kept = last_families.get(m.name)
+            dropped = 0
+            if kept is not None and kept.names == m.label_names and kept.keys == m.keys:
+                texts = kept.texts
+            else:
+                text = caches.get(m.label_names)
+                if text is None:
+                    text = caches[m.label_names] = LabelText(m.label_names, last.get(m.label_names))
+                if kept is not None and kept.names == m.label_names:
+                    text.last.update(zip(kept.keys, kept.texts, strict=True))  # its sets: maybe not in `last`
+                before = text.dropped
+                texts = text.texts(m)
+                dropped = text.dropped - before
+            if not dropped:
+                families[m.name] = _Labelled(m.label_names, m.keys, texts)
             pieces[m.name] = (
                 Metric(m.name, m.type, m.help, m.label_names),  # the family without its samples
-                Piece.of(rendered.encode()),
-                len(m.values) - (text.dropped - before),
+                Piece.of(sample_lines(m, texts).encode()),
+                len(m.values) - dropped,
             )
         self._count_dropped(name, caches.values())
         for text in caches.values():
             text.last = {}  # the previous render's texts: what this one did not use is gone
         self._label_texts[name] = caches
+        self._families[name] = families
         self._snap_cache[name] = (stamp, pieces)
         return pieces
 
@@ -370,6 +413,7 @@ class Exposition:
             for gone in set(self._snap_cache) - set(snaps):
                 del self._snap_cache[gone]
                 self._label_texts.pop(gone, None)
+                self._families.pop(gone, None)
                 self._count_dropped(gone, ())
             engine = self.engine
             if engine is not None:
