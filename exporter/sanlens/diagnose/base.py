@@ -133,6 +133,23 @@ def volume_key(cluster: str, svm: str, volume: str) -> str:
     return f"{cluster}/{svm}/{volume}"
 
 
+_VOLUME_SUBJECTS: dict[tuple[str, str, str], tuple[str, dict[str, str]]] = {}
+
+
+def volume_subject(cluster: str, svm: str, volume: str) -> tuple[str, dict[str, str]]:
+    """A volume's subject key and labels, kept as a LUN's are (the labels a shared dict: never modify it)."""
+    ident = (cluster, svm, volume)
+    hit = _VOLUME_SUBJECTS.get(ident)
+    if hit is None:
+        if len(_VOLUME_SUBJECTS) >= _SUBJECT_LABELS_MAX:
+            _VOLUME_SUBJECTS.clear()  # volumes come and go; the cache must not grow without end
+        hit = _VOLUME_SUBJECTS[ident] = (
+            volume_key(cluster, svm, volume),
+            labels(cluster=cluster, svm=svm, volume=volume),
+        )
+    return hit
+
+
 def ms(seconds: float | None) -> str:
     if seconds is None:
         return "n/a"

@@ -143,7 +143,7 @@ def _judge(
         "host_paths": float(disk.paths) if disk else None,
     }
     score = clamp01(max(share or 0.0, cl_share or 0.0))
-    return of_lun(ID, lun, level, score, ev, _advice(level or 0, lun, disk, ev))
+    return of_lun(ID, lun, level, score, ev, _advice(level, lun, disk, ev) if level else "")
 
 
 def _advice(level: int, lun: LunStats, disk: HostDiskStats | None, ev: dict[str, float | None]) -> str:

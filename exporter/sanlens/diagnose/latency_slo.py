@@ -203,14 +203,16 @@ def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
                     "critical_threshold_seconds": crit,
                 },
                 _advice(
-                    level or 0,
+                    level,
                     f"LUN {lun.lun} on {lun.cluster}",
                     lat,
                     op,
                     cls,
                     (warn, crit),
-                    of_lun(ctx, lun) if level else None,
-                ),
+                    of_lun(ctx, lun),
+                )
+                if level
+                else "",
             )
         )
     return out

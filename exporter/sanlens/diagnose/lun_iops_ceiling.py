@@ -54,37 +54,42 @@ SPEC = DiagnosisSpec(
     reads=Reads(tables=("lun", "namespace"), offline=("host", "lun")),
 )
 ID = SPEC.id
+_EVIDENCE = {
+    side: (f"{side}_iops", f"{side}_ceiling_iops", f"{side}_ceiling_fraction") for side in ("lun", "host")
+}
 
 
 def judge(
+    iops: float | None, version: OntapVersion | None, t: Mapping[str, float], side: str = "lun"
+) -> tuple[iops_ceiling.Judgement, dict[str, float | None]]:
+    """An IOPS rate against the single-LUN ceiling, and its evidence, named for its ``side``
+    (``lun``: the array's IOPS, ``host``: an unmapped host disk's)."""
+    j = iops_ceiling.judge(iops, version, t)
+    k_iops, k_ceiling, k_fraction = _EVIDENCE[side]
+    return j, {k_iops: iops, k_ceiling: j.ceiling, k_fraction: j.fraction}
+
+
+def advise(
+    j: iops_ceiling.Judgement,
     iops: float | None,
     version: OntapVersion | None,
     t: Mapping[str, float],
     what: str,
     how: str = "",
-    side: str = "lun",
-) -> tuple[int | None, float, dict[str, float | None], str]:
-    """(level, score, evidence, advice) of an IOPS rate against the single-LUN ceiling; the evidence
-    is named for its ``side`` (``lun``: the array's IOPS, ``host``: an unmapped host disk's)."""
-    j = iops_ceiling.judge(iops, version, t)
-    ev: dict[str, float | None] = {
-        f"{side}_iops": iops,
-        f"{side}_ceiling_iops": j.ceiling,
-        f"{side}_ceiling_fraction": j.fraction,
-    }
-    advice = ""
-    if j.level and j.fraction is not None:
-        upgrade = (
-            f" Upgrading to ONTAP 9.9.1 or later raises the ceiling to {t['ceiling_iops']:.0f} IOPS."
-            if iops_ceiling.older(version)
-            else ""
-        )
-        advice = (
-            f"{what} runs {iops:.0f} IOPS, {j.fraction * 100:.0f} % of the ~{j.ceiling:.0f} IOPS a single LUN "
-            f"sustains on {iops_ceiling.release_words(version)}. Spread the workload over at least {max(j.spread, 2)} LUNs{how} (up to 8 "
-            f"per volume) so no LUN runs near its ceiling.{upgrade}"
-        )
-    return j.level, j.score, ev, advice
+) -> str:
+    """What to do about a subject at or near its ceiling (asked only of one that is)."""
+    if not j.level or j.fraction is None or iops is None:
+        return ""
+    upgrade = (
+        f" Upgrading to ONTAP 9.9.1 or later raises the ceiling to {t['ceiling_iops']:.0f} IOPS."
+        if iops_ceiling.older(version)
+        else ""
+    )
+    return (
+        f"{what} runs {iops:.0f} IOPS, {j.fraction * 100:.0f} % of the ~{j.ceiling:.0f} IOPS a single LUN "
+        f"sustains on {iops_ceiling.release_words(version)}. Spread the workload over at least {max(j.spread, 2)} LUNs{how} (up to 8 "
+        f"per volume) so no LUN runs near its ceiling.{upgrade}"
+    )
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
@@ -95,11 +100,13 @@ def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
     """Every LUN against its ceiling: ONTAP's view alone, not judged again when only a host polled."""
     t = th[ID]
     out: list[Observation] = []
+    versions = {name: ctx.version(name) for name in ctx.ontap}
     for lun in ctx.luns():
         iops = total(lun.read_iops, lun.write_iops, lun.other_iops)
-        what = f"LUN {lun.lun} on {lun.cluster}"
-        level, score, ev, advice = judge(iops, ctx.version(lun.cluster), t, what)
-        out.append(of_lun(ID, lun, level, score, ev, advice))
+        version = versions[lun.cluster] if lun.cluster in versions else ctx.version(lun.cluster)
+        j, ev = judge(iops, version, t)
+        advice = advise(j, iops, version, t, f"LUN {lun.lun} on {lun.cluster}") if j.level else ""
+        out.append(of_lun(ID, lun, j.level, j.score, ev, advice))
     return out
 
 
@@ -112,9 +119,9 @@ def evaluate_disks(ctx: Context, th: Thresholds) -> list[Observation]:
             continue  # the LUN itself is the subject; a local disk is no LUN to spread
         iops = total(d.read_iops, d.write_iops)
         version = ctx.version(d.cluster) if d.cluster else None
-        what = f"Host {d.host} disk {d.disk}"
-        level, score, ev, advice = judge(iops, version, t, what, spread_how(d), side="host")
-        out.append(Observation(ID, disk_key(d), disk_labels(d), level, score, ev, advice))
+        j, ev = judge(iops, version, t, side="host")
+        advice = advise(j, iops, version, t, f"Host {d.host} disk {d.disk}", spread_how(d)) if j.level else ""
+        out.append(Observation(ID, disk_key(d), disk_labels(d), j.level, j.score, ev, advice))
     return out
 
 

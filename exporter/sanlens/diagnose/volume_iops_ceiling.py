@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sanlens.diagnose import iops_ceiling
-from sanlens.diagnose.base import Context, Observation, Thresholds, labels, volume_key
+from sanlens.diagnose.base import Context, Observation, Thresholds, volume_subject
 from sanlens.diagnose.numeric import num, total
 from sanlens.diagnose.spec import SRC_LUN_STUDY, Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 from sanlens.model import OntapVersion
@@ -73,33 +73,43 @@ def _judge(
     reads: float | None,
     version: OntapVersion | None,
     t: Mapping[str, float],
-    what: str,
-) -> tuple[int | None, float, dict[str, float | None], str]:
+) -> tuple[iops_ceiling.Judgement, dict[str, float | None]]:
+    """A volume's IOPS against its ceiling (a write-heavy one's warning is critical), and its evidence."""
     rw = total(reads, writes)
     share = (writes or 0.0) / rw if rw else None
-    write_heavy = share is not None and share >= t["write_share"]
-    j = iops_ceiling.judge(iops, version, t, escalate=write_heavy)
-    ev: dict[str, float | None] = {
+    j = iops_ceiling.judge(iops, version, t, escalate=share is not None and share >= t["write_share"])
+    return j, {
         "volume_iops": iops,
         "volume_ceiling_iops": j.ceiling,
         "volume_ceiling_fraction": j.fraction,
         "volume_write_share_ratio": share,
     }
-    advice = ""
-    if j.level and j.fraction is not None:
-        vols = max(j.spread, 2 if write_heavy else 1, 2)
-        upgrade = (
-            f" Upgrading to ONTAP 9.9.1 or later raises it to {t['ceiling_iops']:.0f} IOPS."
-            if iops_ceiling.older(version)
-            else ""
-        )
-        advice = (
-            f"{what} runs {iops:.0f} IOPS ({(share or 0) * 100:.0f} % writes), {j.fraction * 100:.0f} % of the "
-            f"~{j.ceiling:.0f} IOPS one volume sustains on {iops_ceiling.release_words(version)}. Spread the workload over {vols} volumes with "
-            f"up to 8 LUNs each{' (write-heavy load wants 2 volumes at least)' if write_heavy else ''}."
-            f"{upgrade}"
-        )
-    return j.level, j.score, ev, advice
+
+
+def _advise(
+    j: iops_ceiling.Judgement,
+    ev: Mapping[str, float | None],
+    version: OntapVersion | None,
+    t: Mapping[str, float],
+    what: str,
+) -> str:
+    """What to do about a volume at or near its ceiling (asked only of one that is)."""
+    iops, share = ev["volume_iops"], ev["volume_write_share_ratio"]
+    if not j.level or j.fraction is None or iops is None:
+        return ""
+    write_heavy = share is not None and share >= t["write_share"]
+    vols = max(j.spread, 2 if write_heavy else 1, 2)
+    upgrade = (
+        f" Upgrading to ONTAP 9.9.1 or later raises it to {t['ceiling_iops']:.0f} IOPS."
+        if iops_ceiling.older(version)
+        else ""
+    )
+    return (
+        f"{what} runs {iops:.0f} IOPS ({(share or 0) * 100:.0f} % writes), {j.fraction * 100:.0f} % of the "
+        f"~{j.ceiling:.0f} IOPS one volume sustains on {iops_ceiling.release_words(version)}. Spread the workload over {vols} volumes with "
+        f"up to 8 LUNs each{' (write-heavy load wants 2 volumes at least)' if write_heavy else ''}."
+        f"{upgrade}"
+    )
 
 
 def evaluate(ctx: Context, th: Thresholds) -> list[Observation]:
@@ -110,16 +120,17 @@ def evaluate_volumes(ctx: Context, th: Thresholds) -> list[Observation]:
     """Every volume against its ceiling: ONTAP's view alone, not judged again when only a host polled."""
     t = th[ID]
     out: list[Observation] = []
+    versions = {name: ctx.version(name) for name in ctx.ontap}
     for v in ctx.volumes():
         iops = num(v.total_iops)
         if iops is None:
             iops = total(v.read_iops, v.write_iops, v.other_iops)
-        level, score, ev, advice = _judge(
-            iops, v.write_iops, v.read_iops, ctx.version(v.cluster), t, f"Volume {v.volume} on {v.cluster}"
-        )
+        version = versions[v.cluster] if v.cluster in versions else ctx.version(v.cluster)
+        j, ev = _judge(iops, v.write_iops, v.read_iops, version, t)
+        advice = _advise(j, ev, version, t, f"Volume {v.volume} on {v.cluster}") if j.level else ""
         # identity only: a volume move changes its aggregate and node (sanlens_diagnosis_location_info)
-        lv = labels(cluster=v.cluster, svm=v.svm, volume=v.volume)
-        out.append(Observation(ID, volume_key(v.cluster, v.svm, v.volume), lv, level, score, ev, advice))
+        key, lv = volume_subject(v.cluster, v.svm, v.volume)
+        out.append(Observation(ID, key, lv, j.level, j.score, ev, advice))
     return out
 
 
@@ -135,11 +146,11 @@ def evaluate_host_volumes(ctx: Context, th: Thresholds) -> list[Observation]:
         acc[0] = total(acc[0], d.read_iops)
         acc[1] = total(acc[1], d.write_iops)
     for (cluster, svm, volume), (reads, writes) in sorted(sums.items()):
-        level, score, ev, advice = _judge(
-            total(reads, writes), writes, reads, ctx.version(cluster), t, f"Volume {volume} (host view)"
-        )
-        lv = labels(cluster=cluster, svm=svm, volume=volume)
-        out.append(Observation(ID, volume_key(cluster, svm, volume), lv, level, score, ev, advice))
+        version = ctx.version(cluster)
+        j, ev = _judge(total(reads, writes), writes, reads, version, t)
+        advice = _advise(j, ev, version, t, f"Volume {volume} (host view)") if j.level else ""
+        key, lv = volume_subject(cluster, svm, volume)
+        out.append(Observation(ID, key, lv, j.level, j.score, ev, advice))
     return out
 
 
