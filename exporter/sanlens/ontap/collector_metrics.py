@@ -6,6 +6,7 @@ computes rates); the inventory's info series carry the identities dashboards joi
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -157,6 +158,15 @@ def render(src: OntapSource, rows: Mapping[str, RowBlock]) -> tuple[Metric, ...]
             col = trows.counters.get(name)
             if col is None:
                 continue
+            if not skip:
+                try:
+                    scalars = array("d", col)  # every row holds one number: the whole column at once
+                except (TypeError, OverflowError):
+                    pass  # a row lacks it, or holds an array counter: row by row
+                else:
+                    keys.extend(row_keys if by is None else [(*key, by) for key in row_keys])
+                    values.extend(scalars if scale == 1 else array("d", [x * scale for x in scalars]))
+                    continue
             for k in at:
                 cv = col[k]
                 if cv is None:
