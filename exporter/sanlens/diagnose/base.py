@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from sanlens.diagnose.history import History
 from sanlens.diagnose.numeric import num
@@ -58,15 +58,21 @@ def labels(**kw: str) -> dict[str, str]:
 # at 10,000 LUNs, building them afresh was a fifth of the engine's time. Shared, so read-only.
 _SUBJECT_LABELS: dict[tuple[str, ...], dict[str, str]] = {}
 _SUBJECT_LABELS_MAX = 200_000
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _keep(store: dict[_K, _V], ident: _K, value: _V) -> _V:
+    """``value`` stored for ``ident`` in a subject cache: subjects come and go, so a full cache
+    starts again rather than grow without end."""
+    if len(store) >= _SUBJECT_LABELS_MAX:
+        store.clear()
+    store[ident] = value
+    return value
 
 
 def _subject_labels(key: tuple[str, ...], **kw: str) -> dict[str, str]:
-    hit = _SUBJECT_LABELS.get(key)
-    if hit is None:
-        if len(_SUBJECT_LABELS) >= _SUBJECT_LABELS_MAX:
-            _SUBJECT_LABELS.clear()  # subjects come and go; the cache must not grow without end
-        hit = _SUBJECT_LABELS[key] = labels(**kw)
-    return hit
+    return _SUBJECT_LABELS.get(key) or _keep(_SUBJECT_LABELS, key, labels(**kw))
 
 
 def disk_labels(d: HostDiskStats) -> dict[str, str]:
@@ -112,13 +118,14 @@ _LUN_SUBJECTS: dict[tuple[str, str, str, str], tuple[str, dict[str, str]]] = {}
 def lun_subject(lun: LunStats) -> tuple[str, dict[str, str]]:
     """A LUN's subject key and labels (the labels a shared dict: never modify it)."""
     ident = (lun.cluster, lun.svm, lun.volume, lun.lun)
-    hit = _LUN_SUBJECTS.get(ident)
-    if hit is None:
-        if len(_LUN_SUBJECTS) >= _SUBJECT_LABELS_MAX:
-            _LUN_SUBJECTS.clear()  # LUNs come and go; the cache must not grow without end
-        subject = labels(cluster=lun.cluster, svm=lun.svm, volume=lun.volume, lun=lun.lun)
-        hit = _LUN_SUBJECTS[ident] = (lun_key(lun.cluster, lun.svm, lun.lun), subject)
-    return hit
+    return _LUN_SUBJECTS.get(ident) or _keep(
+        _LUN_SUBJECTS,
+        ident,
+        (
+            lun_key(lun.cluster, lun.svm, lun.lun),
+            labels(cluster=lun.cluster, svm=lun.svm, volume=lun.volume, lun=lun.lun),
+        ),
+    )
 
 
 def of_lun(
@@ -139,15 +146,11 @@ _VOLUME_SUBJECTS: dict[tuple[str, str, str], tuple[str, dict[str, str]]] = {}
 def volume_subject(cluster: str, svm: str, volume: str) -> tuple[str, dict[str, str]]:
     """A volume's subject key and labels, kept as a LUN's are (the labels a shared dict: never modify it)."""
     ident = (cluster, svm, volume)
-    hit = _VOLUME_SUBJECTS.get(ident)
-    if hit is None:
-        if len(_VOLUME_SUBJECTS) >= _SUBJECT_LABELS_MAX:
-            _VOLUME_SUBJECTS.clear()  # volumes come and go; the cache must not grow without end
-        hit = _VOLUME_SUBJECTS[ident] = (
-            volume_key(cluster, svm, volume),
-            labels(cluster=cluster, svm=svm, volume=volume),
-        )
-    return hit
+    return _VOLUME_SUBJECTS.get(ident) or _keep(
+        _VOLUME_SUBJECTS,
+        ident,
+        (volume_key(cluster, svm, volume), labels(cluster=cluster, svm=svm, volume=volume)),
+    )
 
 
 def ms(seconds: float | None) -> str:

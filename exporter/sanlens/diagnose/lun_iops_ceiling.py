@@ -100,10 +100,9 @@ def evaluate_luns(ctx: Context, th: Thresholds) -> list[Observation]:
     """Every LUN against its ceiling: ONTAP's view alone, not judged again when only a host polled."""
     t = th[ID]
     out: list[Observation] = []
-    versions = {name: ctx.version(name) for name in ctx.ontap}
     for lun in ctx.luns():
         iops = total(lun.read_iops, lun.write_iops, lun.other_iops)
-        version = versions[lun.cluster] if lun.cluster in versions else ctx.version(lun.cluster)
+        version = ctx.version(lun.cluster)
         j, ev = judge(iops, version, t)
         advice = advise(j, iops, version, t, f"LUN {lun.lun} on {lun.cluster}") if j.level else ""
         out.append(of_lun(ID, lun, j.level, j.score, ev, advice))

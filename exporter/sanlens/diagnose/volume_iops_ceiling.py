@@ -120,12 +120,11 @@ def evaluate_volumes(ctx: Context, th: Thresholds) -> list[Observation]:
     """Every volume against its ceiling: ONTAP's view alone, not judged again when only a host polled."""
     t = th[ID]
     out: list[Observation] = []
-    versions = {name: ctx.version(name) for name in ctx.ontap}
     for v in ctx.volumes():
         iops = num(v.total_iops)
         if iops is None:
             iops = total(v.read_iops, v.write_iops, v.other_iops)
-        version = versions[v.cluster] if v.cluster in versions else ctx.version(v.cluster)
+        version = ctx.version(v.cluster)
         j, ev = _judge(iops, v.write_iops, v.read_iops, version, t)
         advice = _advise(j, ev, version, t, f"Volume {v.volume} on {v.cluster}") if j.level else ""
         # identity only: a volume move changes its aggregate and node (sanlens_diagnosis_location_info)
