@@ -10,6 +10,7 @@ import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from perfmon_logs import disk_columns, write_log
@@ -32,7 +33,6 @@ def nearest_rank(values: list[float], q: float) -> float:
 
 
 def test_sketch_quantiles_are_within_alpha_of_the_sorted_values() -> None:
-    import numpy as np
 
     rnd = random.Random(3)
     cols = [
@@ -50,6 +50,28 @@ def test_sketch_quantiles_are_within_alpha_of_the_sorted_values() -> None:
             assert got is not None
             assert abs(got - want) <= ALPHA * abs(want) + 1e-12, (j, q, got, want)
     assert ColumnQuantiles(1).quantile(0, 0.95) is None
+
+
+def test_small_batches_kept_back_are_counted_before_a_quantile_is_read() -> None:
+    """Batches far smaller than the sketch's buckets wait to be counted together: a read between
+    them, and the read at the end, see every value added so far, infinities and NaN left out."""
+    rnd = random.Random(11)
+    seen: list[list[float]] = [[], []]
+    sk = ColumnQuantiles(2)
+    for step in range(60):
+        rows = [[rnd.lognormvariate(0, 2), -rnd.lognormvariate(0, 2)] for _ in range(9)]
+        rows.append([math.inf, math.nan])
+        sk.add(np.array(rows))
+        for r in rows:
+            for j, v in enumerate(r):
+                if math.isfinite(v):
+                    seen[j].append(v)
+        if step in (0, 17, 59):
+            for j in (0, 1):
+                got, want = sk.quantile(j, 0.95), nearest_rank(seen[j], 0.95)
+                assert got is not None
+                assert abs(got - want) <= ALPHA * abs(want) + 1e-12, (step, j, got, want)
+    assert int(sk.pos.sum()) == len(seen[0]) and int(sk.neg.sum()) == len(seen[1])
 
 
 def _independent_columns(path: Path) -> dict[str, list[float]]:

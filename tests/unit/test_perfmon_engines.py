@@ -80,6 +80,37 @@ def test_a_clean_generated_log_takes_the_arrow_path_and_matches_hand_sums(tmp_pa
     assert s.input_json()["end"] == "2024-01-15T17:50:00Z"
 
 
+def _rows(start: int, count: int) -> list[str]:
+    return [
+        f'"01/15/2024 {9 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000","{i % 89 * 1.5}","{i % 13 / 1000}"\r\n'
+        for i in range(start, start + count)
+    ]
+
+
+def test_a_log_of_many_blocks_reads_as_python_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks are read ahead of the fold on another thread: every block arrives, in order."""
+    monkeypatch.setattr(perfmon_arrow, "BLOCK_BYTES", 2048)
+    p = write(tmp_path, HDR + "".join(_rows(0, 2000)))
+    fast = summarize(p, engine="arrow")
+    assert fast.engine == "arrow"
+    same(fast, summarize(p, engine="python"))
+    assert fast.samples == 2000
+
+
+def test_a_bad_row_blocks_after_the_first_hands_the_log_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found while a later block is read ahead: the whole log goes to the Python reader."""
+    monkeypatch.setattr(perfmon_arrow, "BLOCK_BYTES", 2048)
+    rows = _rows(0, 2000)
+    rows[1500] = rows[1500].replace("01/15/2024", "01/15/24")
+    with pytest.raises(PerfmonParseError) as e:
+        summarize(write(tmp_path, HDR + "".join(rows)), engine="arrow")
+    assert (e.value.line, e.value.column) == (1502, 1)
+
+
 @pytest.mark.parametrize(
     ("case", "body"),
     [

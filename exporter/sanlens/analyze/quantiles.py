@@ -26,7 +26,11 @@ NBUCKETS = _HI - _LO + 1
 
 
 class ColumnQuantiles:
-    """Bucket counts for ``ncols`` columns; ``add`` a (rows x ncols) batch, NaN meaning no sample."""
+    """Bucket counts for ``ncols`` columns; ``add`` a (rows x ncols) batch, NaN meaning no sample.
+
+    A batch's bucket numbers are kept until they outnumber the buckets, then counted
+    in one ``bincount``: counting each batch of a few hundred rows on its own cost more in
+    clearing a count array of every column's buckets than in counting."""
 
     def __init__(self, ncols: int) -> None:
         self.ncols = ncols
@@ -34,28 +38,48 @@ class ColumnQuantiles:
         self.pos = np.zeros((ncols, NBUCKETS), dtype=np.int32)
         self.neg = np.zeros((ncols, NBUCKETS), dtype=np.int32)
         self.zero = np.zeros(ncols, dtype=np.int64)
+        self._pending: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])  # flat bucket numbers: pos, neg
+        self._pending_n = 0
 
     @staticmethod
     def _index(magnitudes: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore"):
-            idx = np.ceil(np.log(magnitudes) / _LN_GAMMA)
-        return (np.clip(idx, _LO, _HI) - _LO).astype(np.int64)
+            idx = np.log(magnitudes)
+        idx /= _LN_GAMMA
+        np.ceil(idx, out=idx)
+        np.clip(idx, _LO, _HI, out=idx)
+        idx -= _LO
+        return idx.astype(np.int64)
 
     def add(self, values: np.ndarray) -> None:
         if values.size == 0:
             return
-        cols = np.broadcast_to(np.arange(self.ncols, dtype=np.int64), values.shape)
-        finite = np.isfinite(values)
-        for sign, counts in ((1.0, self.pos), (-1.0, self.neg)):
-            mask = finite & (values * sign > 0)
-            if not mask.any():
+        cols = np.broadcast_to(np.arange(self.ncols, dtype=np.int64) * NBUCKETS, values.shape)
+        # NaN fails every comparison; an infinity is no sample either
+        for side, mask in enumerate(((values > 0) & (values < np.inf), (values < 0) & (values > -np.inf))):
+            if side and not mask.any():
                 continue
-            flat = cols[mask] * NBUCKETS + self._index(values[mask] * sign)
-            counts += np.bincount(flat, minlength=self.ncols * NBUCKETS).reshape(self.ncols, NBUCKETS)
-        self.zero += np.count_nonzero(finite & (values == 0), axis=0)
+            picked = values[mask]
+            flat = self._index(picked if side == 0 else -picked)
+            flat += cols[mask]
+            self._pending[side].append(flat)
+            self._pending_n += flat.size
+        self.zero += np.count_nonzero(values == 0, axis=0)
+        if self._pending_n >= self.pos.size:
+            self._count()
+
+    def _count(self) -> None:
+        for pending, counts in zip(self._pending, (self.pos, self.neg), strict=True):
+            if pending:
+                flat = np.concatenate(pending) if len(pending) > 1 else pending[0]
+                counts += np.bincount(flat, minlength=counts.size).reshape(counts.shape).astype(np.int32)
+                pending.clear()
+        self._pending_n = 0
 
     def quantile(self, col: int, q: float) -> float | None:
         """The q-quantile (0..1) of one column, nearest rank on the sorted values; None with no values."""
+        if self._pending_n:
+            self._count()
         neg, zero, pos = self.neg[col], int(self.zero[col]), self.pos[col]
         n = int(neg.sum()) + zero + int(pos.sum())
         if n == 0:
