@@ -262,6 +262,36 @@ class Engine:
             last.summarize()
         return last
 
+    @staticmethod
+    def _bulk(
+        part: list[Observation],
+        tracks: Iterable[Track],
+        done: set[str],
+        reused: list[dict[str, int]],
+        ev: dict[str, int],
+        cnt: list[int],
+    ) -> list[Observation] | None:
+        """A part judged afresh, its ok subjects without a track taken as a whole: counted, stated
+        ok and marked judged, in the observations' order. Returns the observations left to step
+        (not ok, unjudgeable or tracked), or None when a subject repeats or was judged by an
+        earlier part (the first observation wins: they go one by one)."""
+        keys = [o.key for o in part]
+        fresh = set(keys)
+        if (
+            len(fresh) != len(keys)
+            or not fresh.isdisjoint(done)
+            or any(not fresh.isdisjoint(d) for d in reused)
+        ):
+            return None
+        keep = {t.key for t in tracks}
+        loud = (
+            [o for o in part if o.level != 0 or o.key in keep] if keep else [o for o in part if o.level != 0]
+        )
+        ev.update(dict.fromkeys(keys, 0))  # every subject in order; the loud ones' states follow
+        cnt[0] += len(keys) - len(loud)
+        done |= fresh
+        return loud
+
     def _evaluate(self) -> None:
         now = self._now
         ctx = Context(now, self._ontap, self._hosts, self._history, self._cfg.backend_iops_capacity)
@@ -313,9 +343,11 @@ class Engine:
                     cnt[0] += len(judged.quiet) - len(tracked)
                     todo = judged.loud + tracked
                     reused.append(judged.template)
+                elif (loud := self._bulk(part, by_id.get(did, ()), done, reused, ev, cnt)) is not None:
+                    todo = loud
                 for o in todo:
                     sk = o.key
-                    if sk in done or (todo is part and any(sk in d for d in reused)):
+                    if todo is part and (sk in done or any(sk in d for d in reused)):
                         continue
                     done.add(sk)
                     k = (did, sk)
