@@ -292,3 +292,19 @@ def test_chart_points_merge_consecutive_intervals_by_hand() -> None:
     # idle: no sample in the third group, so no point there
     assert [t for t, _ in pts[cols[2]]] == [times[2], times[5], times[9]]
     assert [v for _, v in pts[cols[2]]] == pytest.approx([0.6, 0.2, 0.9])
+
+
+def test_screen_rows_name_each_intervals_disks_once_per_pattern() -> None:
+    """Each interval's disks as a direct reading of its row gives them; equal rows share one object
+    (the recorder notes a shared list once), at widths that are not whole bytes and at none."""
+    from sanlens.analyze.host_screen import _rows
+
+    rnd = np.random.default_rng(7)
+    mask = rnd.random((300, 70)) < 0.5
+    mask[::3] = mask[0]
+    keys = [f"d{j}" for j in range(70)]
+    got = _rows(mask, keys, list)
+    assert got == [[keys[j] for j in range(70) if mask[t, j]] for t in range(300)]
+    assert all(got[t] is got[0] for t in range(0, 300, 3))
+    assert len({id(r) for r in got}) == len({mask[t].tobytes() for t in range(300)})
+    assert _rows(np.zeros((4, 0), dtype=bool), [], frozenset) == [frozenset()] * 4

@@ -39,6 +39,8 @@ UNITS: dict[str, tuple[float, str]] = {
     "": (1.0, ""),
 }
 COLORS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#7048e8", "#c2255c")
+# a line's (epoch seconds, value) points: pairs, or an (n, 2) array as the host intervals give them
+Points = Sequence[tuple[float, float]] | np.ndarray
 
 
 def human(unit: str) -> tuple[float, str]:
@@ -74,7 +76,7 @@ def _e(x: object) -> str:
 @dataclass(frozen=True)
 class Line:
     label: str
-    points: Sequence[tuple[float, float]]  # (epoch seconds, value in the chart's unit)
+    points: Points  # (epoch seconds, value in the chart's unit)
 
 
 def _log_floor(values: Sequence[float], marks: Sequence[float]) -> float:
@@ -176,9 +178,11 @@ def svg_chart(
                 path = " ".join(f"{sx(x):.1f},{sy(y * factor):.1f}" for x, y in shown.tolist())
             else:  # sx and sy over the whole line at once
                 span_x, span_y, base = x1 - x0, y_hi - y_lo, top + ph
-                px = left + (shown[:, 0] - x0) / span_x * pw
-                py = base - (shown[:, 1] * factor - y_lo) / span_y * ph
-                path = " ".join(map("{:.1f},{:.1f}".format, px.tolist(), py.tolist()))
+                xy = np.empty_like(shown)
+                xy[:, 0] = left + (shown[:, 0] - x0) / span_x * pw
+                xy[:, 1] = base - (shown[:, 1] * factor - y_lo) / span_y * ph
+                # one %-format over every coordinate: a call per point was most of drawing a chart
+                path = ("%.1f,%.1f " * len(xy) % tuple(xy.ravel().tolist()))[:-1]
             parts.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"{dash}/>')
         if len(lines) > 1 or ln.label:
             parts.append(

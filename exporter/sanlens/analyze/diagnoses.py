@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from sanlens.analyze.analysis import Analysis
+from sanlens.analyze.charts import Points
 from sanlens.analyze.episodes import Recorder
 from sanlens.analyze.evidence_format import label, parse_time, rows, span_text, subject_text
 from sanlens.analyze.evidence_format import value as evidence_value
@@ -52,7 +53,7 @@ class Findings:
     judged: dict[str, set[str]] = field(default_factory=dict)  # diagnosis -> subjects it judged
     windows: dict[str, tuple[float, float]] = field(default_factory=dict)
     cluster: str = "offline"
-    host_points: dict[DiskColumn, list[tuple[float, float]]] = field(default_factory=dict)
+    host_points: dict[DiskColumn, Points] = field(default_factory=dict)
     mappings: dict[tuple[str, str], DiskMapping] = field(default_factory=dict)  # (host, disk)
     updates: int = 0
     screened: int = 0  # of those updates, the calm host intervals stored without judging

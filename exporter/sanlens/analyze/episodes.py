@@ -38,6 +38,7 @@ class Recorder:
     judged: dict[str, set[str]] = field(default_factory=lambda: {d: set() for d in IDS})
     updates: int = 0
     screened: int = 0  # updates a screen showed calm, stored without judging
+    _noted: dict[str, list[str]] = field(default_factory=dict, repr=False)  # last list noted, by diagnosis
 
     def observe(self, engine: Engine, now: float) -> None:
         self.updates += 1
@@ -67,8 +68,11 @@ class Recorder:
         if update:
             self.updates += 1
             self.screened += 1
+        last = self._noted
         for did, subjects in judged.items():
-            self.judged[did].update(subjects)
+            if last.get(did) is not subjects:  # a screen shares one list among equal intervals
+                self.judged[did].update(subjects)
+                last[did] = subjects
 
     def finish(self, engine: Engine) -> list[dict[str, Any]]:
         """Every finding of the run, worst first, each with ``since``, ``until`` and ``active_at_end``."""

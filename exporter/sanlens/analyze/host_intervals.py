@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sanlens.analyze.charts import Points
 from sanlens.analyze.host_screen import Screened
 from sanlens.diagnose.base import disk_key
 from sanlens.hosts.mapping import DiskMapping
@@ -151,7 +152,8 @@ class HostIntervals:
         keys = sorted(self.buckets)
         if not keys:
             return
-        means = np.stack([self.means(self.buckets[k]) for k in keys])
+        # every interval's means at once: the sums stacked 4 x intervals x columns
+        means = self.means(_Bucket(0.0, np.stack([self.buckets[k].sums for k in keys], axis=1), 0))
         lasts = [self.buckets[k].last for k in keys]
         hosts: dict[str, list[_Disk]] = {}
         for disk in self._disks(means, mapper):
@@ -210,20 +212,25 @@ class HostIntervals:
                 by_step = [col_drives[k] for k in newest.tolist()]
             yield _Disk(host, disk, col_drives[-1], by_step, fields, seen.any(axis=1), mapper)
 
-    def chart_points(self, max_points: int = 400) -> dict[DiskColumn, list[tuple[float, float]]]:
-        """Per disk column, at most ``max_points`` (time, value) points: consecutive intervals merged."""
+    def chart_points(self, max_points: int = 400) -> dict[DiskColumn, Points]:
+        """Per disk column, at most ``max_points`` (time, value) points as an (n, 2) array:
+        consecutive intervals merged, an interval without a sample left out."""
         keys = sorted(self.buckets)
         if not keys:
-            return {c: [] for c in self.columns}
+            return {c: np.empty((0, 2)) for c in self.columns}
         group = max(1, -(-len(keys) // max_points))
         starts = list(range(0, len(keys), group))
-        # every group's sums at once: 4 x groups x columns, each group's intervals added in order
-        sums = np.add.reduceat(np.stack([self.buckets[k].sums for k in keys], axis=1), starts, axis=1)
-        lasts = [max(self.buckets[k].last for k in keys[g : g + group]) for g in starts]
-        means = self.means(_Bucket(lasts[-1], sums, 0)).T.tolist()
+        # every group's sums at once, each group's intervals added in order: rows of intervals x
+        # (4 x columns) summed down the contiguous axis, then 4 x groups x columns
+        rows = np.stack([self.buckets[k].sums for k in keys])
+        flat = np.add.reduceat(rows.reshape(len(keys), -1), starts, axis=0)
+        sums = flat.reshape(len(starts), *rows.shape[1:]).transpose(1, 0, 2)
+        lasts = np.array([max(self.buckets[k].last for k in keys[g : g + group]) for g in starts])
+        means = self.means(_Bucket(float(lasts[-1]), sums, 0)).T
         return {
-            c: [(t, v) for t, v in zip(lasts, vs, strict=True) if v == v]
+            c: np.column_stack((lasts[have], vs[have]))
             for c, vs in zip(self.columns, means, strict=True)
+            for have in (~np.isnan(vs),)
         }
 
 

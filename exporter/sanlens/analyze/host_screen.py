@@ -18,7 +18,7 @@ calm interval's evaluation changes nothing but which subjects were judged, and t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -188,10 +188,28 @@ def _screened(c: Columns, th: Thresholds, capacity: float | None) -> list[Screen
     raised = np.zeros(shape, dtype=bool)
     for lv in levels.values():
         raised |= lv == MAYBE
-    out: list[Screened | None] = []
-    for t in range(shape[0]):
-        ok = {did: [keys[j] for j in np.flatnonzero(lv[t] == OK).tolist()] for did, lv in levels.items()}
-        out.append(Screened(ok, frozenset(keys[j] for j in np.flatnonzero(raised[t]).tolist())))
+    # intervals mostly repeat a handful of patterns (every disk ok, most of a log): each distinct
+    # row's subjects are listed once and shared by every interval that has it
+    oks = {did: _rows(lv == OK, keys, list) for did, lv in levels.items()}
+    ups = _rows(raised, keys, frozenset)
+    return [Screened({did: rows[t] for did, rows in oks.items()}, ups[t]) for t in range(shape[0])]
+
+
+_Listed = TypeVar("_Listed", list[str], frozenset[str])
+
+
+def _rows(mask: np.ndarray, keys: Sequence[str], kind: Callable[[list[str]], _Listed]) -> list[_Listed]:
+    """Per row of ``mask`` (intervals x disks), the keys of its true disks, one object per distinct row."""
+    packed = np.packbits(mask, axis=1)  # a row's bits as bytes: the pattern's key
+    width, whole = packed.shape[1], packed.tobytes()
+    made: dict[bytes, _Listed] = {}
+    out: list[_Listed] = []
+    for t in range(mask.shape[0]):
+        row = whole[t * width : (t + 1) * width]
+        got = made.get(row)
+        if got is None:
+            got = made[row] = kind([keys[j] for j in np.flatnonzero(mask[t]).tolist()])
+        out.append(got)
     return out
 
 

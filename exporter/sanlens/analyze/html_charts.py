@@ -8,7 +8,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sanlens.analyze.charts import Line, fmt_unit, svg_chart
+from sanlens.analyze.charts import Line, Points, fmt_unit, svg_chart
 from sanlens.analyze.diagnoses import Findings
 from sanlens.analyze.evidence_format import Zone, parse_time, span_text, subject_text
 from sanlens.analyze.host_intervals import DiskColumn
@@ -82,8 +82,8 @@ def series_chart(s: SeriesStats) -> str:
 HostDisk = tuple[str, str]
 
 
-def host_disks(f: Findings) -> dict[HostDisk, dict[str, list[tuple[float, float]]]]:
-    out: dict[HostDisk, dict[str, list[tuple[float, float]]]] = {}
+def host_disks(f: Findings) -> dict[HostDisk, dict[str, Points]]:
+    out: dict[HostDisk, dict[str, Points]] = {}
     col: DiskColumn
     for col, pts in f.host_points.items():
         host, disk, _drives, field = col
@@ -108,7 +108,7 @@ def lun_lines(f: Findings, m: DiskMapping | None) -> list[Line]:
     return out
 
 
-def disk_charts(f: Findings, key: HostDisk, fields: dict[str, list[tuple[float, float]]]) -> list[str]:
+def disk_charts(f: Findings, key: HostDisk, fields: dict[str, Points]) -> list[str]:
     """Latency (with the LUN's), idle, queue (Windows) or mean I/Os in flight (Linux) against Q_eff, and IOPS
     of one host disk."""
     m = f.mappings.get(key)

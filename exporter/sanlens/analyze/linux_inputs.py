@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sanlens.analyze.analysis import Analysis
+from sanlens.analyze.charts import Points
 from sanlens.analyze.host_intervals import MAX_STEPS, DiskColumn, Mapper
 from sanlens.analyze.linux_paths import PathGroups, compose, dm_groups, nvme_groups
 from sanlens.analyze.series_units import sysstat_unit
@@ -214,7 +215,7 @@ class LinuxInput:
                 )
             yield Snapshot(self.host, "host", end, view=HostView(self.host, end, end - start, tuple(disks)))
 
-    def chart_points(self, max_points: int = 400) -> dict[DiskColumn, list[tuple[float, float]]]:
+    def chart_points(self, max_points: int = 400) -> dict[DiskColumn, Points]:
         """The report's chart series per device, in the fields the PerfMon charts use."""
         out: dict[DiskColumn, list[tuple[float, float]]] = {}
         for _start, end, per_device, _paths in self.folded(max_points):
@@ -223,7 +224,7 @@ class LinuxInput:
                     v = values.get(name)
                     if v is not None and math.isfinite(v):
                         out.setdefault((self.host, device, (), name), []).append((end, float(v)))
-        return out
+        return {c: pts for c, pts in out.items()}
 
     @property
     def steps(self) -> int:

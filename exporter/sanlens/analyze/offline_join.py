@@ -39,9 +39,12 @@ def host_mapper(config: Config | None, cluster: str, directory: LunDirectory | N
         key = (host.upper(), disk)
         m = cache.get(key)
         if m is None:
-            # a host the config does not name: a stand-in for the mapping only, never polled,
-            # so the rules of a polled target (a source and its url) do not apply
-            target = targets.get(host.upper()) or HostTarget.model_construct(name=host)
+            target = targets.get(key[0])
+            if target is None:
+                # a host the config does not name: a stand-in for the mapping only, never polled,
+                # so the rules of a polled target (a source and its url) do not apply; made once
+                # per host (pydantic inspects every default factory's signature on each construct)
+                target = targets[key[0]] = HostTarget.model_construct(name=host)
             m = resolve(target, directory, disk, drives)
             if m.lun and not m.cluster:
                 m = replace(m, cluster=cluster)

@@ -13,9 +13,10 @@ sends it only long logs.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -30,6 +31,7 @@ except ImportError:  # pragma: no cover - exercised when the extra is absent
     pa = None
 
 BLOCK_BYTES = 1 << 20
+READ_AHEAD = 4  # blocks read ahead of the fold (about 0.7 MB of values each at 576 columns)
 # MM/DD/YYYY HH:MM:SS[.fff], the only shape parse_timestamp accepts (dates are checked per day).
 _TS = re.compile(r"\d\d/\d\d/\d{4} ([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d*)?", re.ASCII)
 
@@ -76,22 +78,28 @@ def _run(log: PerfmonLog, source: InputSource | None) -> Iterator[Batch]:
         ),
         memory_pool=pa.system_memory_pool(),  # returns freed blocks to the OS: bounded RSS
     )
-    yield from _read_ahead(_batches(reader, log.header.bias_minutes * 60.0, ncols))
+    # the worker parses; this thread converts a block (timestamps, one array) and folds it, so
+    # the worker does only what Arrow does without the GIL and is never kept waiting for it
+    yield from _batches(_read_ahead(iter(reader)), log.header.bias_minutes * 60.0, ncols)
 
 
-def _read_ahead(batches: Iterator[Batch]) -> Iterator[Batch]:
-    """``batches``, each made on a worker thread while the caller folds the one before.
+T = TypeVar("T")
 
-    Arrow parses and converts a block with the GIL released and numpy folds one without it,
-    so reading and folding share the machine's cores instead of taking turns."""
+
+def _read_ahead(blocks: Iterator[T]) -> Iterator[T]:
+    """``blocks``, each read on a worker thread while the caller uses the ones before.
+
+    Arrow parses a block with the GIL released and numpy folds one without it, so reading
+    and folding share the machine's cores instead of taking turns."""
     with ThreadPoolExecutor(1, thread_name_prefix="perfmon-read") as pool:
-        pending = pool.submit(next, batches, None)
-        while (batch := pending.result()) is not None:
-            pending = pool.submit(next, batches, None)
-            yield batch
+        # one worker runs the reads in turn; several queued keep it busy through a slow fold
+        pending = deque(pool.submit(next, blocks, None) for _ in range(READ_AHEAD))
+        while (block := pending.popleft().result()) is not None:
+            pending.append(pool.submit(next, blocks, None))
+            yield block
 
 
-def _batches(reader: Any, bias_s: float, ncols: int) -> Iterator[Batch]:
+def _batches(reader: Iterator[Any], bias_s: float, ncols: int) -> Iterator[Batch]:
     cache: dict[str, float] = {}
     line = 2
     for batch in reader:
