@@ -1,3 +1,3 @@
-from sanlens.cli import main
+from sanlens.cli import entry
 
-raise SystemExit(main())
+entry()

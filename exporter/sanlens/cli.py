@@ -8,6 +8,7 @@ line on stderr; ``--debug`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -322,5 +323,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report(e, args.command, getattr(args, "debug", False))
 
 
+# Commands whose process ends without the interpreter's teardown once they return (mypy does
+# the same): an offline run's report is written and closed by then, and freeing every module and
+# array one by one costs `analyze` about 0.07 s of a 2 s run. `serve` and `demo` keep theirs.
+FAST_EXIT = frozenset({"analyze"})
+
+
+def entry() -> NoReturn:
+    """The `sanlens` executable: ``main`` with the process's own arguments, then its exit code."""
+    argv = sys.argv[1:]
+    code = main(argv)
+    if command_of(argv) in FAST_EXIT:
+        for stream in (sys.stdout, sys.stderr):
+            # a reader gone or a closed stream: nothing left to say
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

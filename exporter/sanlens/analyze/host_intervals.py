@@ -64,10 +64,15 @@ class HostIntervals:
         self.weight = np.array(
             [pos.get((h, d, WEIGHT.get(f, "")), -1) for h, d, _dr, f in self.columns], dtype=np.int64
         )
+        # the latency columns and the IOPS columns weighting them: only theirs are weighted sums
+        self.weighted = np.flatnonzero(self.weight >= 0)
+        self.weights = self.weight[self.weighted]
+        self.whole = bool(np.array_equal(self.index, np.arange(len(self.index))))  # every column a disk's
         self.end_hint = end_hint
         self.width = max(step or 0.0, 1e-3)
         self.origin: float | None = None
         self.buckets: dict[int, _Bucket] = {}
+        self._rows: np.ndarray | None = None  # the buckets' sums stacked, once reading is over
 
     def __bool__(self) -> bool:
         return bool(self.columns)
@@ -75,29 +80,28 @@ class HostIntervals:
     def add(self, times: np.ndarray, values: np.ndarray) -> None:
         if not self.columns or not len(times):
             return
+        self._rows = None
         if self.origin is None:
             self.origin = float(times[0])
             if self.end_hint is not None:
                 # the last row falls in the last of MAX_STEPS intervals, clear of rounding
                 self.width = max(self.width, (self.end_hint - self.origin) / (MAX_STEPS - 0.5))
-        v = values[:, self.index]
+        v = values if self.whole and values.shape[1] == len(self.index) else values[:, self.index]
         ok = np.isfinite(v)
         v0 = np.where(ok, v, 0.0)
-        has_w = self.weight >= 0
-        w = np.where(has_w, v0[:, np.where(has_w, self.weight, 0)], 0.0)
-        lw = v0 * w
-        wc = np.where(ok, w, 0.0)
         keys = np.floor((times - self.origin) / self.width).astype(np.int64)
         starts = np.concatenate(([0], np.flatnonzero(np.diff(keys)) + 1))
-        stacked = np.stack(
-            [
-                np.add.reduceat(v0, starts, axis=0),
-                np.add.reduceat(ok.astype(np.float64), starts, axis=0),
-                np.add.reduceat(lw, starts, axis=0),
-                np.add.reduceat(wc, starts, axis=0),
-            ],
-            axis=1,
-        )
+        # per interval: Σ value, Σ samples, and for the weighted columns Σ latency·IOPS and Σ IOPS
+        # (zero elsewhere, where no weight applies)
+        stacked = np.zeros((len(starts), 4, len(self.columns)))
+        stacked[:, 0] = np.add.reduceat(v0, starts, axis=0)
+        stacked[:, 1] = np.add.reduceat(ok, starts, axis=0, dtype=np.float64)
+        if len(self.weighted):
+            w = v0[:, self.weights]
+            stacked[:, 2, self.weighted] = np.add.reduceat(v0[:, self.weighted] * w, starts, axis=0)
+            stacked[:, 3, self.weighted] = np.add.reduceat(
+                np.where(ok[:, self.weighted], w, 0.0), starts, axis=0
+            )
         lasts = np.maximum.reduceat(times, starts)
         counts = np.diff(np.append(starts, len(times)))
         for j, k in enumerate(keys[starts].tolist()):
@@ -124,6 +128,13 @@ class HostIntervals:
                 m.rows += b.rows
         self.buckets = merged
         self.width *= 2
+
+    def _stacked(self, keys: list[int]) -> np.ndarray:
+        """The sums of the intervals ``keys`` (every one, in order), intervals x 4 x columns: made
+        once for the views and the charts."""
+        if self._rows is None or len(self._rows) != len(keys):
+            self._rows = np.stack([self.buckets[k].sums for k in keys])
+        return self._rows
 
     @property
     def steps(self) -> int:
@@ -152,8 +163,8 @@ class HostIntervals:
         keys = sorted(self.buckets)
         if not keys:
             return
-        # every interval's means at once: the sums stacked 4 x intervals x columns
-        means = self.means(_Bucket(0.0, np.stack([self.buckets[k].sums for k in keys], axis=1), 0))
+        # every interval's means at once: the sums as 4 x intervals x columns
+        means = self.means(_Bucket(0.0, self._stacked(keys).transpose(1, 0, 2), 0))
         lasts = [self.buckets[k].last for k in keys]
         hosts: dict[str, list[_Disk]] = {}
         for disk in self._disks(means, mapper):
@@ -222,7 +233,7 @@ class HostIntervals:
         starts = list(range(0, len(keys), group))
         # every group's sums at once, each group's intervals added in order: rows of intervals x
         # (4 x columns) summed down the contiguous axis, then 4 x groups x columns
-        rows = np.stack([self.buckets[k].sums for k in keys])
+        rows = self._stacked(keys)
         flat = np.add.reduceat(rows.reshape(len(keys), -1), starts, axis=0)
         sums = flat.reshape(len(starts), *rows.shape[1:]).transpose(1, 0, 2)
         lasts = np.array([max(self.buckets[k].last for k in keys[g : g + group]) for g in starts])

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.charts import Points
@@ -35,9 +35,11 @@ from sanlens.analyze.linux_paths import PathGroups, compose, dm_groups, nvme_gro
 from sanlens.analyze.series_units import sysstat_unit
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.errors import SanlensError
-from sanlens.hosts.linux_text import Capture, LinuxTextError, parse_iostat, parse_sar_disk, whole_disk
 from sanlens.model import HostDiskStats, HostPathStats, HostView, Snapshot, iso_utc
 from sanlens.ontap.cli_capture import text_head
+
+if TYPE_CHECKING:  # the sysstat text parser loads when a capture is read: sniffing does not need it
+    from sanlens.hosts.linux_text import Capture
 
 DEFAULT_INTERVAL_S = 60.0
 MAX_LINE = 1 << 20
@@ -143,6 +145,8 @@ class LinuxInput:
         return groups
 
     def _whole(self) -> list[str]:
+        from sanlens.hosts.linux_text import whole_disk
+
         seen: dict[str, None] = {}
         for r in self.capture.reports:
             for d in r.devices:
@@ -306,10 +310,15 @@ def _bounded_lines(f: io.TextIOWrapper, name: str) -> Iterator[str]:
         yield line
 
 
-def read_capture(parse: Callable[[str, Any], Capture]) -> Callable[[Path | InputSource, Any], Analysis]:
-    """The ``sanlens.analyze.cli`` reader of one kind: an ``Analysis`` whose detail is a LinuxInput."""
+def read_capture(parser: str) -> Callable[[Path | InputSource, Any], Analysis]:
+    """The ``sanlens.analyze.cli`` reader of one kind: an ``Analysis`` whose detail is a LinuxInput.
+    ``parser``: the name of its parse function in ``sanlens.hosts.linux_text``."""
 
     def read(path: Path | InputSource, opts: Any) -> Analysis:
+        from sanlens.hosts import linux_text
+        from sanlens.hosts.linux_text import LinuxTextError
+
+        parse: Callable[[str, Any], Capture] = getattr(linux_text, parser)
         source = as_source(path)
         try:
             with io.TextIOWrapper(source.stream(), encoding="utf-8", errors="replace") as f:
@@ -332,6 +341,6 @@ def read_capture(parse: Callable[[str, Any], Capture]) -> Callable[[Path | Input
     return read
 
 
-read_iostat = read_capture(parse_iostat)
-read_sar = read_capture(parse_sar_disk)
+read_iostat = read_capture("parse_iostat")
+read_sar = read_capture("parse_sar_disk")
 DETECTORS = (("linux-iostat", detect_iostat, read_iostat), ("linux-sar", detect_sar, read_sar))

@@ -27,28 +27,42 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.source import InputSource, as_source
 from sanlens.analyze.time_zones import localize, zone_name
 from sanlens.model import iso_utc
 from sanlens.ontap.cli_capture import text_head
-from sanlens.ontap.cooking import CaptureError, CounterSpec, Sample
-from sanlens.ontap.counter_json import iter_json_samples, parse_schema_doc
-from sanlens.ontap.qos_latency_text import iter_qos_latency_samples
-from sanlens.ontap.statistics_text import iter_statistics_samples as iter_statistics
-from sanlens.ontap.sysstat_text import SysstatFacts, iter_sysstat_samples
 
-Reader = Callable[[Path, BinaryIO, list[str] | None, SysstatFacts | None], Iterator[Sample]]
+if TYPE_CHECKING:  # the parsers load when a capture of theirs is read: sniffing loads none of them
+    from sanlens.ontap.cooking import CounterSpec, Sample
+    from sanlens.ontap.sysstat_text import SysstatFacts
+
+Reader = Callable[[Path, BinaryIO, "list[str] | None", "SysstatFacts | None"], Iterator["Sample"]]
 
 
-READERS_BY_KIND: dict[str, Reader] = {
-    "ontap-statistics": lambda p, f, notes, _facts: iter_statistics(p, notes, f),
-    "ontap-sysstat": lambda p, f, notes, facts: iter_sysstat_samples(p, None, notes, f, facts),
-    "ontap-counter-rows": lambda p, f, notes, _facts: iter_json_samples(p, f),
-    "ontap-qos-latency": lambda p, f, notes, _facts: iter_qos_latency_samples(p, notes, f),
-}
+def reader_of(kind: str) -> Reader:
+    """The sample reader of one capture kind (its parser imported on first use)."""
+    if kind == "ontap-statistics":
+        from sanlens.ontap.statistics_text import iter_statistics_samples
+
+        return lambda p, f, notes, _facts: iter_statistics_samples(p, notes, f)
+    if kind == "ontap-sysstat":
+        from sanlens.ontap.sysstat_text import iter_sysstat_samples
+
+        return lambda p, f, notes, facts: iter_sysstat_samples(p, None, notes, f, facts)
+    if kind == "ontap-counter-rows":
+        from sanlens.ontap.counter_json import iter_json_samples
+
+        return lambda p, f, notes, _facts: iter_json_samples(p, f)
+    if kind == "ontap-qos-latency":
+        from sanlens.ontap.qos_latency_text import iter_qos_latency_samples
+
+        return lambda p, f, notes, _facts: iter_qos_latency_samples(p, notes, f)
+    raise KeyError(kind)
+
+
 # CLI text: the cluster's wall clock, read as UTC until a zone (--tz) says otherwise
 LOCAL_TIME_KINDS = frozenset({"ontap-statistics", "ontap-qos-latency", "ontap-sysstat"})
 
@@ -119,10 +133,12 @@ class OntapInput:
 
     def iter_samples(self, notes: list[str] | None = None) -> Iterator[Sample]:
         """The capture's samples, from the start: each call reads the source again from byte 0."""
+        from sanlens.ontap.sysstat_text import SysstatFacts
+
         source = self.source if self.source is not None else InputSource.open(self.path)
         facts = SysstatFacts(fallback_interval=self.interval) if self.kind == "ontap-sysstat" else None
         with source.stream() as f:
-            for idx, s in enumerate(READERS_BY_KIND[self.kind](self.path, f, notes, facts)):
+            for idx, s in enumerate(reader_of(self.kind)(self.path, f, notes, facts)):
                 yield self._timed(s, idx, facts)
         self.facts = facts
         source.check_unchanged()
@@ -131,6 +147,8 @@ class OntapInput:
 
     def _timed(self, s: Sample, idx: int, facts: SysstatFacts | None) -> Sample:
         """The sample at its real time: placed when the capture dates none, else moved into its zone."""
+        from sanlens.ontap.cooking import Sample
+
         if self.placed is not None:
             return Sample(self.placed[0] + idx * self.placed[1], s.rows)
         if s.timestamp is None or self.zone is None or self.kind not in LOCAL_TIME_KINDS:
@@ -189,6 +207,9 @@ def scan(
 
 
 def _scan(inp: OntapInput) -> OntapInput:
+    from sanlens.ontap.cooking import CaptureError
+    from sanlens.ontap.counter_json import parse_schema_doc
+
     source, kind = inp.source, inp.kind
     assert source is not None
     source.rereadable()

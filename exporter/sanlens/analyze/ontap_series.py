@@ -10,14 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.errors import SanlensError
 from sanlens.model import OntapVersion, Snapshot, parse_ontap_version
-from sanlens.ontap.cooking import Cooked, CounterRow, CounterSpec, Sample, cook_row, keeps_partial
-from sanlens.ontap.views import build_view, row_fields
-from sanlens.ontap.workload_detail_text import DETAIL_TABLES, WORKLOAD_TABLES
+from sanlens.ontap.qos_centres import DETAIL_TABLES, WORKLOAD_TABLES
+
+if TYPE_CHECKING:  # the cooking and the views load when a capture is cooked: a host log needs neither
+    from sanlens.ontap.cooking import Cooked, CounterRow, CounterSpec, Sample
 
 # per-workload QoS latency parts, read by sanlens.analyze.qos_breakdown rather than cooked here
 QOS_TABLES = DETAIL_TABLES | WORKLOAD_TABLES | {"qos_latency"}
@@ -123,6 +124,9 @@ class OntapCooker:
         return sorted(self.inputs, key=lambda i: i.order)
 
     def snapshots(self) -> Iterator[Snapshot]:
+        from sanlens.ontap.cooking import cook_row
+        from sanlens.ontap.views import build_view, row_fields
+
         prev: dict[tuple[str, str], tuple[CounterRow, float | None, int, str]] = {}
         baseline: set[str] = set()  # inputs whose samples served as the previous sample of this one
         table_index: dict[tuple[str, str], int] = {}  # (kind, table) -> samples seen
@@ -208,6 +212,8 @@ class OntapCooker:
     @staticmethod
     def _skip_reason(prev: CounterRow, cur: CounterRow) -> str:
         """Why cook_row gave nothing for a row, or '' when it simply had no known counters."""
+        from sanlens.ontap.cooking import keeps_partial
+
         if not (prev.complete and cur.complete) and not keeps_partial(cur.table):
             return "incomplete aggregation (a node was unreachable)"
         for name, cv in cur.counters.items():

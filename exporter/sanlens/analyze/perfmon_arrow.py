@@ -76,7 +76,10 @@ def _run(log: PerfmonLog, source: InputSource | None) -> Iterator[Batch]:
             strings_can_be_null=False,
             quoted_strings_can_be_null=True,
         ),
-        memory_pool=pa.system_memory_pool(),  # returns freed blocks to the OS: bounded RSS
+        # Arrow's own allocator (mimalloc in the wheels): against glibc's it reads a log faster and
+        # peaks lower (100 MB: 0.94 against 1.0 s, 220 against 233 MB; 1 GB: 9.3 against 9.9 s,
+        # 232 against 290 MB), a block's memory reused for the next one's
+        memory_pool=pa.default_memory_pool(),
     )
     # the worker parses; this thread converts a block (timestamps, one array) and folds it, so
     # the worker does only what Arrow does without the GIL and is never kept waiting for it

@@ -23,19 +23,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sanlens.analyze.ontap_inputs import OntapInput
 from sanlens.analyze.ontap_series import QOS_TABLES, samples_again
-from sanlens.ontap.cooking import Sample
-from sanlens.ontap.qos_latency_text import TABLE as TEXT_TABLE
-from sanlens.ontap.workload_detail_text import (
-    DETAIL_TABLES,
-    WORKLOAD_TABLES,
-    DetailCooker,
-    WorkloadTimes,
-    volume_of,
-)
+from sanlens.ontap.qos_centres import DETAIL_TABLES, WORKLOAD_TABLES
 from sanlens.qos import QOS_COMPONENTS, QosWorkload
+
+if TYPE_CHECKING:  # the QoS text parsers load when a capture of theirs is read
+    from sanlens.ontap.cooking import Sample
+    from sanlens.ontap.workload_detail_text import WorkloadTimes
 
 # every name a diagnosis may declare for a QoS timeline (Reads.offline / Reads.tables)
 QOS_KINDS = QOS_TABLES
@@ -117,6 +114,8 @@ class QosBreakdowns:
         key = (source, svm, workload)
         b = self.workloads.get(key)
         if b is None:
+            from sanlens.ontap.workload_detail_text import volume_of
+
             b = self.workloads[key] = Breakdown(workload, svm, source)
             b.volume, b.wid = volume_of(workload)
         return b
@@ -186,6 +185,8 @@ def _text_sample(
     cluster: str,
 ) -> None:
     """One iteration of a text capture: ``when`` is its (iteration, time)."""
+    from sanlens.ontap.qos_latency_text import TABLE as TEXT_TABLE
+
     path = str(inp.path)
     iteration, t = when
     for row in sample.rows:
@@ -237,6 +238,8 @@ def _detail(
     """Cook the QoS objects' samples of every capture in order; pair each workload's centre times
     with its latency from the same interval (the same sample, or another capture's within half an
     interval)."""
+    from sanlens.ontap.workload_detail_text import DetailCooker
+
     cooker = DetailCooker()
     times: list[tuple[float, float | None, str, WorkloadTimes, bool]] = []
     latencies: dict[tuple[str, str], list[tuple[float, WorkloadTimes]]] = {}

@@ -16,8 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from sanlens.ontap.cooking import CaptureError
-
 _NUM = re.compile(r"^(-?\d+(?:\.\d+)?)(us|ms|s|%|b|kb|KB|MB|GB)?$")
 _EOL = re.compile(r"\r\n|\r|\n")
 CHUNK = 1 << 16
@@ -66,6 +64,9 @@ def lines(p: Path, stream: BinaryIO | None = None) -> Iterator[tuple[int, str]]:
     chunk the text layer happened to be decoding. ``stream``, when given, is read
     from where it stands and never seeked (it may be a pipe); the caller closes it.
     """
+    # here, not above: sniffing a capture's kind (text_head) must not load the counter cooking
+    from sanlens.ontap.cooking import CaptureError
+
     with open(p, "rb") if stream is None else contextlib.nullcontext(stream) as f:
         first = f.read(CHUNK)
         enc, pos = _encoding(first)

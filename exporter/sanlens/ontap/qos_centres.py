@@ -23,6 +23,10 @@ nothing to an operation's latency and is left out.
 from __future__ import annotations
 
 OTHER = "other"
+# the counter tables (statistics show -object names and their REST tables) that carry a workload's
+# centres, and those that carry its totals
+DETAIL_TABLES = frozenset({"workload_detail", "workload_detail_volume", "qos_detail", "qos_detail_volume"})
+WORKLOAD_TABLES = frozenset({"workload", "workload_volume", "qos", "qos_volume"})
 # centre name as ONTAP reports it -> component (a name of sanlens.qos.QOS_COMPONENTS)
 CENTRES: dict[str, str] = {
     "CPU_nblade": "network",

@@ -25,11 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from sanlens.ontap.cooking import CounterRow
-from sanlens.ontap.qos_centres import component, split_instance
+from sanlens.ontap.qos_centres import DETAIL_TABLES, WORKLOAD_TABLES, component, split_instance
 
-# statistics show -object names and their REST counter tables
-DETAIL_TABLES = frozenset({"workload_detail", "workload_detail_volume", "qos_detail", "qos_detail_volume"})
-WORKLOAD_TABLES = frozenset({"workload", "workload_volume", "qos", "qos_volume"})
 _WID = re.compile(r"^(?P<volume>.+)-wid(?P<wid>\d+)$")
 US = 1e-6
 
