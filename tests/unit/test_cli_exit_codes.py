@@ -7,6 +7,8 @@ traceback (``--debug`` adds one).
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -183,3 +185,37 @@ def test_an_unexpected_error_names_its_type_and_place_not_its_message(
     assert "hint: rerun with --debug" in err and "Traceback" not in err
     assert cli.main(["--debug", "check-config", "x.yaml"]) == 1
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_analyze_ends_without_teardown_and_loses_nothing_written(tmp_path: Path) -> None:
+    """`analyze` leaves its process without the interpreter's teardown (cli.FAST_EXIT): a report of
+    tens of kilobytes on a pipe (its last buffer too) arrives whole, its warnings and errors too, with the exit code."""
+    from sanlens.cli import FAST_EXIT
+
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from perfmon_logs import disk_columns, write_log
+
+    assert "analyze" in FAST_EXIT and "serve" not in FAST_EXIT
+    disks = [str(d) for d in range(24)]
+    columns = [c for d in disks for c in disk_columns("SQL01", f"{d} C:")]
+    rows = [
+        (1_740_909_600.0 + 15 * i, [float(i % 7 + j % 5) for j in range(len(columns))]) for i in range(400)
+    ]
+    log = write_log(tmp_path / "big.csv", columns, rows)
+    # stdout block-buffered, as on any pipe: the last buffer is what a skipped teardown would lose
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [SANLENS, *argv], capture_output=True, text=True, timeout=60, env=env, check=False
+        )
+
+    p = run("analyze", str(log), "--format", "json", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert len(p.stdout) > 40_000 and p.stdout.endswith("}\n")
+    doc = json.loads(p.stdout)
+    assert doc["inputs"][0]["samples"] == 400 and len(doc["series"]) == len(columns)
+    p = run("analyze", str(log), str(tmp_path / "missing.csv"), "--format", "json", "--quiet")
+    assert p.returncode == 2
+    assert "error: " in p.stderr and "missing.csv" in p.stderr
+    assert json.loads(p.stdout)["inputs"][1]["kind"] == "unreadable"
