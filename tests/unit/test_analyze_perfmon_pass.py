@@ -52,6 +52,34 @@ def test_sketch_quantiles_are_within_alpha_of_the_sorted_values() -> None:
     assert ColumnQuantiles(1).quantile(0, 0.95) is None
 
 
+def test_every_columns_quantile_read_at_once_is_the_bucket_of_its_nearest_rank_value() -> None:
+    """``quantiles`` reads all columns in one pass: each is the representative of the bucket that
+    holds the column's nearest-rank value (negative, zero or positive), None for an empty column."""
+    from sanlens.analyze.quantiles import ColumnQuantiles, _value
+
+    rnd = np.random.default_rng(5)
+    data = rnd.lognormal(0, 3, (2500, 12)) * rnd.choice([-1.0, 1.0, 1.0, 1.0], (2500, 12))
+    data[rnd.random(data.shape) < 0.15] = 0.0
+    data[rnd.random(data.shape) < 0.05] = np.nan
+    data[:, 3] = np.nan  # no sample at all
+    data[:, 4] = -np.abs(data[:, 4])  # only negatives and zeros
+    sk = ColumnQuantiles(12)
+    for start in range(0, 2500, 300):
+        sk.add(data[start : start + 300])
+    for q in (0.0, 0.05, 0.5, 0.95, 0.99, 1.0):
+        want: list[float | None] = []
+        for j in range(12):
+            col = [float(v) for v in data[:, j] if math.isfinite(v)]
+            if not col:
+                want.append(None)
+                continue
+            v = nearest_rank(col, q)
+            bucket = int(ColumnQuantiles._index(np.array([abs(v)]))[0]) if v else 0
+            want.append(0.0 if v == 0 else math.copysign(_value(bucket), v))
+        assert sk.quantiles(q) == want, q
+        assert [sk.quantile(j, q) for j in range(12)] == want
+
+
 def test_small_batches_kept_back_are_counted_before_a_quantile_is_read() -> None:
     """Batches far smaller than the sketch's buckets wait to be counted together: a read between
     them, and the read at the end, see every value added so far, infinities and NaN left out."""

@@ -135,13 +135,14 @@ class _Fold:
         self.rows += len(b.times)
 
     def fill(self, summary: LogSummary) -> None:
+        p95s, p99s = self.q.quantiles(0.95), self.q.quantiles(0.99)
         for i, st in enumerate(summary.columns):
             st.samples = int(self.n[i])
             st.total = float(self.total[i])
             st.scaled_total = float(self.scaled[i])
             if st.samples:
                 st.min, st.max = float(self.lo[i]), float(self.hi[i])
-                p95, p99 = self.q.quantile(i, 0.95), self.q.quantile(i, 0.99)
+                p95, p99 = p95s[i], p99s[i]
                 # a bucket's representative may sit just outside the data: clamp to the range seen
                 st.p95 = None if p95 is None else min(max(p95, st.min), st.max)
                 st.p99 = None if p99 is None else min(max(p99, st.min), st.max)

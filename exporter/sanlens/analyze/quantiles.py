@@ -78,26 +78,39 @@ class ColumnQuantiles:
 
     def quantile(self, col: int, q: float) -> float | None:
         """The q-quantile (0..1) of one column, nearest rank on the sorted values; None with no values."""
+        return self.quantiles(q, [col])[0]
+
+    def quantiles(self, q: float, cols: list[int] | None = None) -> list[float | None]:
+        """The q-quantile of each of ``cols`` (default every column), read from all of them at once:
+        nearest rank on the sorted values, None for a column with no values."""
         if self._pending_n:
             self._count()
-        neg, zero, pos = self.neg[col], int(self.zero[col]), self.pos[col]
-        n = int(neg.sum()) + zero + int(pos.sum())
-        if n == 0:
-            return None
-        rank = min(max(math.ceil(q * n), 1), n)  # 1-based nearest rank
-        # negative values, most negative first: walk their buckets from the largest magnitude down
-        cum = 0
-        nz = np.nonzero(neg)[0]
-        for i in nz[::-1]:
-            cum += int(neg[i])
-            if cum >= rank:
-                return -_value(int(i))
-        cum += zero
-        if cum >= rank:
-            return 0.0
-        running = np.cumsum(pos) + cum
-        i = int(np.searchsorted(running, rank))
-        return _value(i)
+        pick = slice(None) if cols is None else cols
+        neg, pos, zero = self.neg[pick], self.pos[pick], self.zero[pick]
+        below = neg.sum(axis=1, dtype=np.int64)  # values under zero, then up to and with zero
+        upto = below + zero
+        n = upto + pos.sum(axis=1, dtype=np.int64)
+        rank = np.minimum(np.maximum(np.ceil(q * n), 1), np.maximum(n, 1)).astype(np.int64)  # 1-based
+        # positive values: the first bucket whose running count reaches the rank
+        running = np.cumsum(pos, axis=1, dtype=np.int64)
+        running += upto[:, None]
+        up = np.count_nonzero(running < rank[:, None], axis=1).tolist()
+        # negative values, most negative first: the buckets from the largest magnitude down
+        down: list[int] = [0] * len(n)
+        if below.any():
+            walked = np.cumsum(neg[:, ::-1], axis=1, dtype=np.int64)
+            down = (NBUCKETS - 1 - np.count_nonzero(walked < rank[:, None], axis=1)).tolist()
+        out: list[float | None] = []
+        for k, (total, r) in enumerate(zip(n.tolist(), rank.tolist(), strict=True)):
+            if total == 0:
+                out.append(None)
+            elif r <= below[k]:
+                out.append(-_value(down[k]))
+            elif r <= upto[k]:
+                out.append(0.0)
+            else:
+                out.append(_value(up[k]))
+        return out
 
 
 def _value(i: int) -> float:
