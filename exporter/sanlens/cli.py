@@ -335,8 +335,8 @@ def entry() -> NoReturn:
     code = main(argv)
     if command_of(argv) in FAST_EXIT:
         for stream in (sys.stdout, sys.stderr):
-            # a reader gone or a closed stream: nothing left to say
-            with contextlib.suppress(OSError, ValueError):
+            # a reader gone, a closed stream or none at all (started without it): nothing left to say
+            with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.flush()
         os._exit(code)
     sys.exit(code)

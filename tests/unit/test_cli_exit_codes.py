@@ -219,3 +219,9 @@ def test_analyze_ends_without_teardown_and_loses_nothing_written(tmp_path: Path)
     assert p.returncode == 2
     assert "error: " in p.stderr and "missing.csv" in p.stderr
     assert json.loads(p.stdout)["inputs"][1]["kind"] == "unreadable"
+    # started with no stdout at all (closed by the shell): the report file is whole, the exit clean
+    html = tmp_path / "report.html"
+    argv = [SANLENS, "analyze", str(log), "--format", "html", "-o", str(html), "--quiet"]
+    p = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *argv], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert html.read_text().rstrip().endswith("</html>")
