@@ -124,6 +124,8 @@ class OntapCooker:
         return sorted(self.inputs, key=lambda i: i.order)
 
     def snapshots(self) -> Iterator[Snapshot]:
+        if not self.inputs:  # host inputs alone: nothing to cook, and no cooking to load
+            return
         from sanlens.ontap.cooking import cook_row
         from sanlens.ontap.views import build_view, row_fields
 
