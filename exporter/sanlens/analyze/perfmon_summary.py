@@ -135,7 +135,7 @@ class _Fold:
         self.rows += len(b.times)
 
     def fill(self, summary: LogSummary) -> None:
-        p95s, p99s = self.q.quantiles(0.95), self.q.quantiles(0.99)
+        p95s, p99s = self.q.quantiles((0.95, 0.99))
         for i, st in enumerate(summary.columns):
             st.samples = int(self.n[i])
             st.total = float(self.total[i])

@@ -12,6 +12,7 @@ number of rows, and a batch costs a handful of vectorised numpy calls.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -78,11 +79,12 @@ class ColumnQuantiles:
 
     def quantile(self, col: int, q: float) -> float | None:
         """The q-quantile (0..1) of one column, nearest rank on the sorted values; None with no values."""
-        return self.quantiles(q, [col])[0]
+        return self.quantiles((q,), [col])[0][0]
 
-    def quantiles(self, q: float, cols: list[int] | None = None) -> list[float | None]:
-        """The q-quantile of each of ``cols`` (default every column), read from all of them at once:
-        nearest rank on the sorted values, None for a column with no values."""
+    def quantiles(self, qs: Sequence[float], cols: list[int] | None = None) -> list[list[float | None]]:
+        """Per q of ``qs``, the q-quantile of each of ``cols`` (default every column), read from all
+        of them at once: nearest rank on the sorted values, None for a column with no values. The
+        running counts are summed once for every q."""
         if self._pending_n:
             self._count()
         pick = slice(None) if cols is None else cols
@@ -90,26 +92,32 @@ class ColumnQuantiles:
         below = neg.sum(axis=1, dtype=np.int64)  # values under zero, then up to and with zero
         upto = below + zero
         n = upto + pos.sum(axis=1, dtype=np.int64)
-        rank = np.minimum(np.maximum(np.ceil(q * n), 1), np.maximum(n, 1)).astype(np.int64)  # 1-based
-        # positive values: the first bucket whose running count reaches the rank
-        running = np.cumsum(pos, axis=1, dtype=np.int64)
+        running = np.cumsum(pos, axis=1, dtype=np.int64)  # positive values, smallest first
         running += upto[:, None]
-        up = np.count_nonzero(running < rank[:, None], axis=1).tolist()
         # negative values, most negative first: the buckets from the largest magnitude down
-        down: list[int] = [0] * len(n)
-        if below.any():
-            walked = np.cumsum(neg[:, ::-1], axis=1, dtype=np.int64)
-            down = (NBUCKETS - 1 - np.count_nonzero(walked < rank[:, None], axis=1)).tolist()
-        out: list[float | None] = []
-        for k, (total, r) in enumerate(zip(n.tolist(), rank.tolist(), strict=True)):
-            if total == 0:
-                out.append(None)
-            elif r <= below[k]:
-                out.append(-_value(down[k]))
-            elif r <= upto[k]:
-                out.append(0.0)
-            else:
-                out.append(_value(up[k]))
+        walked = np.cumsum(neg[:, ::-1], axis=1, dtype=np.int64) if below.any() else None
+        below_l, upto_l = below.tolist(), upto.tolist()
+        out: list[list[float | None]] = []
+        for q in qs:
+            rank = np.minimum(np.maximum(np.ceil(q * n), 1), np.maximum(n, 1)).astype(np.int64)  # 1-based
+            # the first bucket whose running count reaches the rank
+            up = np.count_nonzero(running < rank[:, None], axis=1).tolist()
+            down = (
+                (NBUCKETS - 1 - np.count_nonzero(walked < rank[:, None], axis=1)).tolist()
+                if walked is not None
+                else [0] * len(n)
+            )
+            got: list[float | None] = []
+            for k, (total, r) in enumerate(zip(n.tolist(), rank.tolist(), strict=True)):
+                if total == 0:
+                    got.append(None)
+                elif r <= below_l[k]:
+                    got.append(-_value(down[k]))
+                elif r <= upto_l[k]:
+                    got.append(0.0)
+                else:
+                    got.append(_value(up[k]))
+            out.append(got)
         return out
 
 
