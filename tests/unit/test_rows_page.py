@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_row_block import GARBAGE, TABLE, record
+from test_row_block import GARBAGE, NAMES, TABLE, record
 from tests.conftest import fixture_path
 
 from sanlens.ontap.cooking import CaptureError
 from sanlens.ontap.counter_json import KeptStrings, decode_records
 from sanlens.ontap.row_block import RowBlock
-from sanlens.ontap.rows_page import RowsPage, decode_page, read_page
+from sanlens.ontap.rows_page import PageReader, RowsPage, decode_page, read_page
 
 pytestmark = pytest.mark.unit
 
@@ -55,10 +56,12 @@ def generic(body: bytes, first: int, kept: KeptStrings) -> tuple[RowBlock, Count
     return block, problems, None
 
 
-def live(body: bytes, first: int, kept: KeptStrings) -> tuple[RowBlock, Counter[str], str | None, bool]:
+def live(
+    body: bytes, first: int, kept: KeptStrings, reader: Callable[[bytes], RowsPage | None] = read_page
+) -> tuple[RowBlock, Counter[str], str | None, bool]:
     """As the collector reads a page: typed when it types, the generic reader otherwise."""
     block, problems = RowBlock(TABLE), Counter[str]()
-    page = read_page(body)
+    page = reader(body)
     try:
         if page is None:
             decode_records(block, orjson.loads(body)["records"], TABLE, first, problems, kept)
@@ -114,6 +117,32 @@ def test_a_page_of_the_common_shape_is_read_typed(recs: list[dict[str, Any]]) ->
     body = orjson.dumps({"records": recs, "_links": {"self": {"href": "/x"}}})
     assert isinstance(read_page(body), RowsPage)
     assert live(body, 0, KeptStrings())[3]
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(st.integers(0, 30).flatmap(record).filter(lambda r: bool(r["counters"])), min_size=1),
+    st.sets(st.sampled_from(NAMES)),
+)
+def test_a_tables_reader_gives_the_generic_readers_columns_whether_or_not_the_page_holds_other_names(
+    recs: list[dict[str, Any]], asked: set[str]
+) -> None:
+    """A table's reader names its counters by the names the poll asked for; a page holding another
+    name (``asked`` short of the page's) is read by the common decoder instead, to the same columns."""
+    body = orjson.dumps({"records": recs})
+    reader = PageReader(tuple(sorted(asked)))
+    ref, ref_problems, ref_error = generic(body, 0, KeptStrings())
+    got, got_problems, got_error, typed = live(body, 0, KeptStrings(), reader)
+    assert typed and got_error == ref_error
+    if ref_error is None:
+        assert columns(got) == columns(ref) and got_problems == ref_problems
+    page = reader(body)
+    assert page is not None
+    held = {c["name"] for r in recs for c in r["counters"]}
+    named = held <= asked  # every name the page holds was asked for: the names are the reader's own
+    assert type(page).__name__ == ("_NamedPage" if named and asked else "RowsPage")
+    if named and asked:
+        assert all(any(c.name is a for a in reader.names) for r in page.records for c in r.counters)
 
 
 def test_a_garbage_record_mid_page_hands_the_rest_to_the_generic_reader_which_counts_it() -> None:

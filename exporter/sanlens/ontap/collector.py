@@ -41,7 +41,7 @@ from sanlens.ontap.inputs import status
 from sanlens.ontap.inventory import Inventory, fetch_dynamic, fetch_qos, fetch_static, identities
 from sanlens.ontap.qos_reader import QosRead, QosReader
 from sanlens.ontap.row_block import RowBlock
-from sanlens.ontap.rows_page import RowsPage, decode_page, read_page
+from sanlens.ontap.rows_page import PageReader, RowsPage, decode_page
 from sanlens.ontap.views import build_view, table_fields
 
 __all__ = ["CLUSTER_INFO_HELP", "MALFORMED_HELP", "OntapSource"]
@@ -344,7 +344,7 @@ class OntapSource:
         for page in self.client.typed_pages(
             f"/api/cluster/counter/tables/{quote(table, safe='')}/rows",
             {**params, **qos_views.row_filter(table)},
-            read_page,
+            PageReader(tuple(wanted)),
         ):
             try:
                 if isinstance(page, RowsPage):
