@@ -10,6 +10,7 @@ restarted high, intervals that differ per row or are unknown.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 from hypothesis import given, settings
@@ -144,6 +145,37 @@ def test_a_table_cooked_by_columns_equals_each_row_cooked_by_the_rules(rows: Any
     assert set(got) == set(want)
     for instance, values in want.items():
         assert sorted(got[instance]) == sorted(values), instance
+
+
+@settings(max_examples=200)
+@given(tables())
+def test_a_table_cooked_against_the_compacted_rows_a_poll_keeps_equals_the_rules(rows: Any) -> None:
+    """A poll keeps its rows for the next one's deltas with float columns as arrays: cooking against
+    them gives what the rules give, and exactly what cooking against the lists gives."""
+    prevs, curs, dts = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+    kept = block(prevs).compacted()
+    assert all((type(col) is array) == all(type(x) is float for x in col) for col in kept.counters.values())
+    got = cook_table(kept, block(curs), dts, {TABLE: SCHEMA}, MIN_OPS)
+    assert got == cook_table(block(prevs), block(curs), dts, {TABLE: SCHEMA}, MIN_OPS)
+    want = {c.instance: v for p, c, dt in rows if (v := reference(p, c, dt)) is not None}
+    assert flat(got).keys() == want.keys()
+    for instance, values in want.items():
+        assert sorted(flat(got)[instance]) == sorted(values), instance
+
+
+def test_compacting_keeps_every_value_and_its_kind() -> None:
+    b = block(
+        [
+            CounterRow(TABLE, "a", counters={"ops": 1.0, "lat": 2.0, "size": [1.0, 2.0]}),
+            CounterRow(TABLE, "b", counters={"ops": 3.5, "size": [4.0]}),
+        ]
+    )
+    k = b.compacted()
+    assert k.counters["ops"] == array("d", [1.0, 3.5])
+    assert k.counters["lat"] == [2.0, None] and k.counters["size"] == [[1.0, 2.0], [4.0]]
+    assert k.rows() == b.rows() and k.instances is b.instances
+    joined = k.joined(b)  # rows gone stale are joined to the fresh ones as lists
+    assert joined.counters["ops"] == [1.0, 3.5, 1.0, 3.5] and joined.rows() == [*b.rows(), *b.rows()]
 
 
 @settings(max_examples=100)

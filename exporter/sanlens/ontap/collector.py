@@ -398,10 +398,11 @@ class OntapSource:
         """Cook ``rows`` against the previous poll into ``out``; the interval, or None on the first poll.
 
         The rows kept for the next poll's deltas are those complete (or kept partial by the table's
-        policy); a statistics field not sampled again since the last poll keeps its last sample."""
+        policy), their float columns as arrays (``RowBlock.compacted``); a statistics field not
+        sampled again since the last poll keeps its last sample."""
         had = self._prev.get(table)
         kept = rows if keeps_partial(table) or all(rows.complete) else rows.take(_where(rows.complete))
-        self._prev[table] = (ts, kept)
+        self._prev[table] = (ts, kept.compacted())
         if had is None:
             return None
         prev_ts, prev = had
@@ -415,7 +416,7 @@ class OntapSource:
             stale = [j for j in paired.stale if prev.instances[j] in kept_ids]
             gone = {prev.instances[j] for j in stale}
             fresh = [k for k, inst in enumerate(kept.instances) if inst not in gone]
-            self._prev[table] = (ts, kept.take(fresh).joined(prev.take(stale)))
+            self._prev[table] = (ts, kept.take(fresh).joined(prev.take(stale)).compacted())
         out.append(cook_table(paired.prev, paired.cur, paired.dts, schemas, min_ops))
         return dt
 

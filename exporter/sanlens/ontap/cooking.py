@@ -20,7 +20,7 @@ node's CPU view).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -231,7 +231,7 @@ def cook_table(
     one_dt = dts[0] if dts.count(dts[0]) == n else _MIXED
     absent = [None] * n
 
-    def column(name: str, rows: RowBlock) -> list[Any]:
+    def column(name: str, rows: RowBlock) -> Sequence[Any]:
         return rows.counters.get(name) or absent
 
     def deltas(name: str) -> tuple[list[Any], bool]:
@@ -328,7 +328,7 @@ def _note_backwards(ds: list[Any], dropped: set[int]) -> None:
             dropped.add(i)
 
 
-def _base_deltas(cv: list[Any], pv: list[Any]) -> list[float | None]:
+def _base_deltas(cv: Sequence[Any], pv: Sequence[Any]) -> list[float | None]:
     """The base counter's delta per row (a one-element array counts as a scalar); None where unusable."""
     try:
         return [b if b >= 0 else None for b in [c - p for c, p in zip(cv, pv, strict=True)]]

@@ -8,7 +8,8 @@ enter a block through :meth:`RowBlock.of_rows`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,7 +49,8 @@ class RowBlock:
     table: str
     instances: list[str] = field(default_factory=list)
     properties: dict[str, list[str | None]] = field(default_factory=dict)
-    counters: dict[str, list[Any]] = field(default_factory=dict)  # float, list[float] or None
+    # float, list[float] or None; a column of floats alone may be an array (``compacted``)
+    counters: dict[str, MutableSequence[Any]] = field(default_factory=dict)
     labels: dict[str, list[list[str] | None]] = field(default_factory=dict)  # array counter -> per row
     complete: list[bool] = field(default_factory=list)
     sampled_at: list[float | None] | None = None  # when ONTAP sampled each row (statistics fields)
@@ -84,6 +86,23 @@ class RowBlock:
                 if len(col) < n:
                     col.extend([None] * (n - len(col)))
 
+    def compacted(self) -> RowBlock:
+        """The same rows, each counter column that holds a float in every row as one ``array('d')``.
+
+        What a poll keeps for the next one's deltas: at 10,000 LUNs about 300,000 floats, each an
+        object of its own in a list (32 bytes) where an array holds 8, and none of them left behind
+        in the allocator's pools when the next poll replaces them. A column with a gap (None) or an
+        array counter stays a list."""
+        cols: dict[str, MutableSequence[Any]] = {}
+        for k, col in self.counters.items():
+            try:
+                cols[k] = col if type(col) is array else array("d", col)
+            except (TypeError, OverflowError):
+                cols[k] = col
+        return RowBlock(
+            self.table, self.instances, self.properties, cols, self.labels, self.complete, self.sampled_at
+        )
+
     def take(self, at: list[int]) -> RowBlock:
         """The rows at positions ``at``, in that order."""
         return RowBlock(
@@ -100,8 +119,10 @@ class RowBlock:
         """The rows of this block, then those of ``other`` (of the same table)."""
         n, m = len(self), len(other)
 
-        def cat(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> dict[str, list[Any]]:
-            return {k: (a.get(k) or [None] * n) + (b.get(k) or [None] * m) for k in dict.fromkeys([*a, *b])}
+        def cat(a: Mapping[str, Iterable[Any]], b: Mapping[str, Iterable[Any]]) -> dict[str, Any]:
+            return {
+                k: [*(a.get(k) or [None] * n), *(b.get(k) or [None] * m)] for k in dict.fromkeys([*a, *b])
+            }
 
         sampled = None
         if self.sampled_at is not None or other.sampled_at is not None:
@@ -148,7 +169,7 @@ class RowBlock:
         return out
 
 
-def put(cols: dict[str, list[Any]], key: str, i: int, v: Any) -> None:
+def put(cols: MutableMapping[str, Any], key: str, i: int, v: Any) -> None:
     """Row ``i``'s value in column ``key``: a later one of the same name wins, as in a dict."""
     col = cols.get(key)
     if col is None:
@@ -168,7 +189,7 @@ class _Cell(Mapping[str, Any]):
 
     __slots__ = ("_cols", "_i")
 
-    def __init__(self, cols: dict[str, list[Any]], i: int) -> None:
+    def __init__(self, cols: Mapping[str, Sequence[Any]], i: int) -> None:
         self._cols, self._i = cols, i
 
     def __getitem__(self, key: str) -> Any:
