@@ -103,19 +103,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  cycle {i}: {c1 - c0:.2f} CPU-s, {w1 - w0:.2f} s wall", flush=True)
         source.close()
 
-        # /metrics as the server renders it: the first scrape after a poll renders the
-        # snapshot's text; later scrapes reuse it until the next poll.
+        # /metrics as the server renders it: the first scrape after a poll renders the snapshot's
+        # text and deflates it; later gzip scrapes reuse the answer until the next poll, and a
+        # plain scrape inflates it piece by piece.
         renders: list[float] = []
         cached: list[float] = []
-        body = b""
+        plain: list[float] = []
         for _ in range(3):
             exposition = Exposition(state)
             t0 = time.perf_counter()
-            body = exposition.render()
+            exposition.gzip()
             renders.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            exposition.render()
+            exposition.gzip()
             cached.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            size, pieces = exposition.plain()
+            assert sum(len(p) for p in pieces) == size
+            plain.append(time.perf_counter() - t0)
+        body = exposition.render()
         series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
         families = len(re.findall(rb"^# TYPE ", body, flags=re.M))
     finally:
@@ -135,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         "median_poll_wall_s": round(statistics.median(wall), 3),
         "median_render_s": round(statistics.median(renders), 3),
         "median_cached_render_s": round(statistics.median(cached), 3),
+        "median_plain_scrape_s": round(statistics.median(plain), 3),
         "response_bytes": len(body),
         "series": series,
         "families": families,

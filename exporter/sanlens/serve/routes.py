@@ -2,8 +2,9 @@
 /-/ready.
 
 What each request is answered with, once ``sanlens.serve.server`` has read it off its connection:
-the web config's rate limit and basic auth first, then the route. Slow work (bcrypt, JSON,
-the plain-text body) runs in the server's small thread pool, never on the event loop.
+the web config's rate limit and basic auth first, then the route. Slow work (bcrypt, JSON) runs in
+the server's small thread pool, never on the event loop; the plain-text body is inflated a piece
+at a time as the connection takes it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import asyncio
 import concurrent.futures
 import json
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import h11
@@ -40,10 +41,21 @@ METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class Response:
-    __slots__ = ("body", "ctype", "headers", "status")
+    """An answer: its body whole, or ``length`` bytes in pieces made as they are written (``stream``)."""
 
-    def __init__(self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
+    __slots__ = ("body", "ctype", "headers", "length", "status", "stream")
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        ctype: str,
+        headers: dict[str, str] | None = None,
+        stream: tuple[int, Iterator[bytes]] | None = None,
+    ) -> None:
         self.status, self.body, self.ctype, self.headers = status, body, ctype, headers or {}
+        self.stream: tuple[int, Iterator[bytes]] | None = stream
+        self.length = len(body) if stream is None else stream[0]
 
 
 def plain(status: int, text: str, headers: dict[str, str] | None = None) -> Response:
@@ -97,11 +109,9 @@ class Routes:
                 body = self.exposition.gzip()  # bytes joined: cheaper than a hop to a worker thread
                 headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
                 return Response(200, body, METRICS_CONTENT_TYPE, headers)
+            # inflated piece by piece as it is written (Exposition.plain): never whole in memory
             return Response(
-                200,
-                await self._work(self.exposition.render),
-                METRICS_CONTENT_TYPE,
-                {"Vary": "Accept-Encoding"},
+                200, b"", METRICS_CONTENT_TYPE, {"Vary": "Accept-Encoding"}, self.exposition.plain()
             )
         if path == b"/diagnoses":
             group = query(request).get("group", "")
