@@ -12,15 +12,18 @@ from typing import Any
 
 import pytest
 import responses
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sanlens.config import Duration, OntapTarget
 from sanlens.model import OntapView, Snapshot
 from sanlens.ontap import collector as collector_mod
 from sanlens.ontap.collector import OntapSource
-from sanlens.ontap.cooking import CookedTable, cook_table
+from sanlens.ontap.cooking import CookedColumn, CookedTable, cook_table
 from sanlens.ontap.counter_json import rows_from_response
 from sanlens.ontap.inventory import Inventory
-from sanlens.ontap.qos_views import centre_times, policies, row_filter, workloads
+from sanlens.ontap.qos_centres import component, split_instance
+from sanlens.ontap.qos_views import CENTRE_PROPERTY, centre_times, policies, row_filter, workloads
 from sanlens.ontap.row_block import RowBlock
 
 BASE = "https://c1.example"
@@ -153,6 +156,72 @@ def test_centre_time_is_visits_times_service_plus_wait_summed_over_nodes() -> No
     assert times["data"] == pytest.approx(240_000e-6 / DT)
     assert "CPU_raid" not in times and times.get("other") == pytest.approx(6_000e-6 / DT)
     assert sum(times.values()) == pytest.approx(sum(BY_COMPONENT.values()) * 1e-6 / DT)
+
+
+def reference_times(cooked: dict[str, CookedTable]) -> dict[str, dict[str, float]]:
+    """The centre times restated row by row: each row's values and centre, summed per workload and
+    component; the first detail table that has a workload wins."""
+    out: dict[str, dict[str, float]] = {}
+    for table, other in (("qos_detail_volume", "qos_detail"), ("qos_detail", "qos_detail_volume")):
+        t = cooked.get(table)
+        found: dict[str, dict[str, float]] = {}
+        for i, row in enumerate(t.refs() if t is not None else ()):
+            v = {c.counter: c.values[i] for c in t.columns if c.values[i] is not None}
+            if not v.get("visits") or v.get("in_latency_path", 1.0) == 0:
+                continue
+            centre = row.properties.get(CENTRE_PROPERTY[table]) or row.properties.get(
+                CENTRE_PROPERTY[other], ""
+            )
+            _, workload, centre = split_instance(row.instance, centre)
+            comp = component(centre)
+            times = found.setdefault(workload, {})
+            times[comp] = times.get(comp, 0.0) + v["visits"] * (
+                v.get("service_time", 0.0) + v.get("wait_time", 0.0)
+            )
+        for workload, times in found.items():
+            out.setdefault(workload, times)
+    return out
+
+
+maybe = st.one_of(st.none(), st.floats(0, 1e6, allow_nan=False))
+
+
+@st.composite
+def detail_tables(draw: Any) -> dict[str, CookedTable]:
+    out = {}
+    for table in draw(st.sets(st.sampled_from(["qos_detail_volume", "qos_detail"]))):
+        n = draw(st.integers(0, 12))
+        centres = st.sampled_from(
+            ["CPU_dblade", "DISK_SSD_aggr1", "NETWORK", "QOS_MAX", "CPU_raid", "a.b", ""]
+        )
+        instances = [
+            f"n{draw(st.integers(1, 2))}:{draw(st.sampled_from(['v1-wid1', 'v.2-wid2', 'lun3']))}.{draw(centres)}"
+            for _ in range(n)
+        ]
+        block = RowBlock(table, instances, complete=[True] * n)
+        for prop in draw(st.sets(st.sampled_from(sorted(CENTRE_PROPERTY.values())))):
+            block.properties[prop] = [draw(st.one_of(st.none(), centres)) for _ in range(n)]
+        columns = [
+            CookedColumn(name, "", False, [draw(maybe) for _ in range(n)])
+            for name in draw(st.sets(st.sampled_from(["visits", "service_time", "wait_time"])))
+        ]
+        if draw(st.booleans()):
+            columns.append(
+                CookedColumn(
+                    "in_latency_path", "", False, [draw(st.sampled_from([None, 0.0, 1.0])) for _ in range(n)]
+                )
+            )
+        out[table] = CookedTable(table, block, columns)
+    return out
+
+
+@settings(max_examples=300)
+@given(detail_tables())
+def test_centre_times_read_by_columns_are_the_row_by_row_sums(cooked: dict[str, CookedTable]) -> None:
+    got, want = centre_times(cooked), reference_times(cooked)
+    assert got.keys() == want.keys()
+    for workload, times in want.items():
+        assert got[workload] == pytest.approx(times), workload
 
 
 def test_one_entry_per_workload_and_a_workload_below_min_ops_has_no_components() -> None:

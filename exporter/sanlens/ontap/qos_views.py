@@ -128,19 +128,32 @@ def centre_times(cooked: Mapping[str, CookedTable]) -> dict[str, dict[str, float
     """workload -> component -> seconds per second its operations spend there, summed over nodes.
 
     Rows out of the latency path (``in_latency_path`` 0: background work, idle) add nothing; a
-    centre the mapping does not know counts as ``other``."""
+    centre the mapping does not know counts as ``other``. Read column by column: at 10,000 LUNs a
+    detail table holds 30,000 rows, and a dict per row was most of the QoS fold."""
     out: dict[str, dict[str, float]] = {}
     for table in DETAIL_TABLES:
+        t = cooked.get(table)
+        if t is None:
+            continue
+        cols = {c.counter: c.values for c in t.columns if not c.labelled}
+        absent: list[Any] = [None] * len(t.block)
+        props = t.block.properties
+        other = CENTRE_PROPERTY["qos_detail" if table == "qos_detail_volume" else "qos_detail_volume"]
         found: dict[str, dict[str, float]] = {}
-        for row, v in cooked_rows(cooked.get(table)):
-            visits = v.get("visits")
-            if not visits or v.get("in_latency_path", 1.0) == 0:
+        for instance, visits, service, wait, in_path, own_centre, other_centre in zip(
+            t.block.instances,
+            cols.get("visits", absent),
+            cols.get("service_time", absent),
+            cols.get("wait_time", absent),
+            cols.get("in_latency_path", absent),
+            props.get(CENTRE_PROPERTY[table]) or absent,
+            props.get(other) or absent,
+            strict=True,
+        ):
+            if not visits or in_path == 0:
                 continue
-            centre = row.properties.get(CENTRE_PROPERTY[table]) or row.properties.get(
-                CENTRE_PROPERTY["qos_detail" if table == "qos_detail_volume" else "qos_detail_volume"], ""
-            )
-            _, workload, centre = split_instance(row.instance, centre)
-            secs = visits * (v.get("service_time", 0.0) + v.get("wait_time", 0.0))
+            _, workload, centre = split_instance(instance, own_centre or other_centre or "")
+            secs = visits * ((service or 0.0) + (wait or 0.0))
             times = found.setdefault(workload, {})
             comp = component(centre)
             times[comp] = times.get(comp, 0.0) + secs

@@ -27,7 +27,6 @@ import logging
 import socket
 import ssl
 import threading
-from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any
 
@@ -75,9 +74,8 @@ IDLE_TIMEOUT = 120.0
 """A keep-alive connection idle this long after a response is closed: longer than any sane
 scrape interval, so Prometheus reuses its connection (Go's client keeps idle ones for 90 s)."""
 WRITE_TIMEOUT = 30.0
-"""A client that does not read a piece of its response within this loses the connection."""
-WRITE_PIECE = 256 * 1024
-"""A response body is written at most this much at a time (``_slices``)."""
+"""A client that does not read its response (or a piece of a streamed one) within this loses the
+connection."""
 LINGER_TIMEOUT = 2.0
 """After an error answer, what the client still sends is read and dropped for up to this
 before closing: closing with unread bytes resets the connection, and the reset can destroy
@@ -412,20 +410,16 @@ class ExporterServer:
             await _answer_and_close(writer, r.status)
             return
         writer.write(data)
-        if not head_only and r.length:
-            for piece in r.stream[1] if r.stream is not None else _slices(r.body):
+        if not head_only and r.stream is None and r.body:
+            writer.write(h.send(h11.Data(data=r.body)) or b"")
+        elif not head_only and r.stream is not None:
+            # a plain /metrics answer, piece by piece as it is inflated: each waits for the last to drain
+            for piece in r.stream[1]:
                 writer.write(h.send(h11.Data(data=piece)) or b"")
-                await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
+                if writer.transport.get_write_buffer_size():
+                    await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
         writer.write(h.send(h11.EndOfMessage()) or b"")
         await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
-
-
-def _slices(body: bytes) -> Iterator[bytes]:
-    """A body in pieces of at most WRITE_PIECE bytes. A write the socket does not take at once is
-    copied into the transport's buffer: written whole, a /metrics answer is copied for each reader
-    slower than the loop; piece by piece, only a piece is (each write waits for the buffer to drain)."""
-    for i in range(0, len(body), WRITE_PIECE):
-        yield body[i : i + WRITE_PIECE] if len(body) > WRITE_PIECE else body
 
 
 async def _answer_and_close(writer: asyncio.StreamWriter, status: int) -> None:
