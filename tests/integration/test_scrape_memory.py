@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 
 from sanlens.model import MetricBuilder, Snapshot
+from sanlens.serve import exposition as exposition_mod
 from sanlens.serve.server import ExporterServer
 from sanlens.store import State
 
@@ -102,3 +103,17 @@ def test_a_plain_scrape_is_inflated_piece_by_piece_as_the_client_reads(server: E
     peak, size = traced_peak(server, accept_gzip=False)
     assert size > page
     assert peak < page / 8, f"{peak / 1e6:.1f} MB traced beside a {page / 1e6:.1f} MB page"
+
+
+def test_a_head_request_gets_the_plain_pages_length_and_no_body(
+    server: ExporterServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(exposition_mod, "PROCESS_TTL_S", 1e9)  # one process_* tail for both reads
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        got = bytearray()
+        while chunk := s.recv(65536):
+            got += chunk
+    head, _, body = bytes(got).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and body == b""
+    assert length(head) == len(server.exposition.render())
