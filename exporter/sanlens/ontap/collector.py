@@ -402,8 +402,8 @@ class OntapSource:
         sampled again since the last poll keeps its last sample."""
         had = self._prev.get(table)
         kept = rows if keeps_partial(table) or all(rows.complete) else rows.take(_where(rows.complete))
-        self._prev[table] = (ts, kept.compacted())
         if had is None:
+            self._prev[table] = (ts, kept.compacted())
             return None
         prev_ts, prev = had
         dt = ts - prev_ts
@@ -416,7 +416,8 @@ class OntapSource:
             stale = [j for j in paired.stale if prev.instances[j] in kept_ids]
             gone = {prev.instances[j] for j in stale}
             fresh = [k for k, inst in enumerate(kept.instances) if inst not in gone]
-            self._prev[table] = (ts, kept.take(fresh).joined(prev.take(stale)).compacted())
+            kept = kept.take(fresh).joined(prev.take(stale))
+        self._prev[table] = (ts, kept.compacted())
         out.append(cook_table(paired.prev, paired.cur, paired.dts, schemas, min_ops))
         return dt
 

@@ -41,7 +41,8 @@ METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class Response:
-    """An answer: its body whole, or ``length`` bytes in pieces made as they are written (``stream``)."""
+    """An answer: its body whole, or ``length`` bytes in pieces made as they are written (``stream``,
+    given as the length and the pieces)."""
 
     __slots__ = ("body", "ctype", "headers", "length", "status", "stream")
 
@@ -54,8 +55,8 @@ class Response:
         stream: tuple[int, Iterator[bytes]] | None = None,
     ) -> None:
         self.status, self.body, self.ctype, self.headers = status, body, ctype, headers or {}
-        self.stream: tuple[int, Iterator[bytes]] | None = stream
         self.length = len(body) if stream is None else stream[0]
+        self.stream: Iterator[bytes] | None = None if stream is None else stream[1]
 
 
 def plain(status: int, text: str, headers: dict[str, str] | None = None) -> Response:

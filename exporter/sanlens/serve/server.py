@@ -414,7 +414,7 @@ class ExporterServer:
             writer.write(h.send(h11.Data(data=r.body)) or b"")
         elif not head_only and r.stream is not None:
             # a plain /metrics answer, piece by piece as it is inflated: each waits for the last to drain
-            for piece in r.stream[1]:
+            for piece in r.stream:
                 writer.write(h.send(h11.Data(data=piece)) or b"")
                 if writer.transport.get_write_buffer_size():
                     await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT)
