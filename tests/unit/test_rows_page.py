@@ -213,3 +213,10 @@ def test_a_real_clusters_rows_page_is_read_typed_into_the_generic_readers_column
     assert typed
     assert ref_error is None and got_error is None
     assert len(got) > 0 and columns(got) == columns(ref) and got_problems == ref_problems
+    # as a poll reads it: typed with the names it asked for (here, every name the page holds)
+    reader = PageReader(
+        tuple(sorted({c["name"] for r in orjson.loads(body)["records"] for c in r["counters"]}))
+    )
+    named, named_problems, named_error, typed = live(body, 0, KeptStrings(), reader)
+    assert typed and type(reader(body)).__name__ == "_NamedPage" and named_error is None
+    assert columns(named) == columns(ref) and named_problems == ref_problems
