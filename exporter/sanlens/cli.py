@@ -14,13 +14,15 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from sanlens import __version__, cliargs
-from sanlens.config import Config
 from sanlens.errors import ConfigError, SanlensError, UsageError, is_bind_error, listen_error
 from sanlens.optional import ANALYZE, SIMULATOR, MissingPart, Part, load
 from sanlens.urls import RedactingFilter
+
+if TYPE_CHECKING:
+    from sanlens.config import Config
 
 log = logging.getLogger("sanlens")
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 from tests.builders import engine
 
@@ -12,7 +16,14 @@ from sanlens.cli import main
 from sanlens.config import Config, DiagnoseConfig
 from sanlens.config.load import load_config_text
 from sanlens.diagnose.engine import Engine
-from sanlens.diagnose.registry import REGISTRY, alert_name, check, validate_config
+from sanlens.diagnose.registry import (
+    REGISTRY,
+    alert_name,
+    check,
+    plainly_valid,
+    thresholds_model,
+    validate_config,
+)
 from sanlens.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,3 +157,52 @@ def test_check_config_command_reports_the_threshold_path(
     load_config_text(f.read_text())  # the loader itself accepts it: the registry must catch it
     assert main(["check-config", str(f)]) == 2
     assert "diagnose.thresholds.lun_iops_ceiling.warning_fraction" in capsys.readouterr().err
+
+
+_ANY_VALUE = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10, 10**6),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["1", "nan"]),
+)
+
+
+@st.composite
+def _overrides(draw: st.DrawFn) -> dict[str, Any]:
+    """Overrides near the edge of valid: known and unknown names, values in and out of range."""
+    out: dict[str, Any] = {}
+    for did in draw(st.lists(st.sampled_from([*IDS, "no_such_diagnosis"]), max_size=3, unique=True)):
+        spec = REGISTRY.get(did)
+        ranges = {t.name: (t.min, t.max) for t in spec.thresholds} if spec else {}
+        ranges |= {"sustain_seconds": (0.0, 86400.0), "exit_seconds": (0.0, 86400.0)}
+        if draw(st.integers(0, 9)) == 0:
+            out[did] = draw(st.sampled_from([[], None, 1.0]))
+            continue
+        values: dict[str, Any] = {}
+        names = draw(st.lists(st.sampled_from(list(ranges)), max_size=4, unique=True))
+        for name in names + (["unknown"] if draw(st.integers(0, 4)) == 0 else []):
+            lo, hi = ranges.get(name, (0.0, 1.0))
+            in_range = st.one_of(st.floats(lo, hi), st.integers(math.ceil(lo), math.floor(hi)))
+            values[name] = draw(in_range if draw(st.integers(0, 4)) else _ANY_VALUE)
+        out[did] = values
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(_overrides())
+def test_overrides_plainly_valid_are_the_ones_the_thresholds_model_accepts(overrides: dict[str, Any]) -> None:
+    """The check without pydantic (``analyze`` with no config uses it) never passes what the model
+    refuses, and passes everything the model accepts that is made of plain ints and floats."""
+    try:
+        thresholds_model().model_validate(overrides)
+        accepted = True
+    except ValidationError:
+        accepted = False
+    if plainly_valid(overrides):
+        assert accepted
+    plain = all(
+        isinstance(v, dict) and all(type(x) in (int, float) for x in v.values()) for v in overrides.values()
+    )
+    if accepted and plain:
+        assert plainly_valid(overrides)

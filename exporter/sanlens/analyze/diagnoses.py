@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,11 +36,14 @@ from sanlens.analyze.qos_breakdown import build as build_qos
 from sanlens.analyze.qos_views import with_qos
 from sanlens.analyze.waterfall_report import text_line as waterfall_text
 from sanlens.analyze.windows import HOST, Source, offline_windows
-from sanlens.config import Config, DiagnoseConfig
+from sanlens.config.plain import DIAGNOSE_DEFAULTS, DiagnoseSection, DiagnoseSettings
 from sanlens.diagnose.engine import Engine
 from sanlens.diagnose.registry import resolve
 from sanlens.hosts.mapping import DiskMapping
 from sanlens.model import HostView, OntapVersion, Snapshot
+
+if TYPE_CHECKING:
+    from sanlens.config import Config
 
 Tick = Callable[[int], None]
 
@@ -123,15 +126,15 @@ def sources(
 
 
 # -------------------------------------------------------------------- driver
-def engine_config(config: Config | None, windows: dict[str, tuple[float, float]]) -> DiagnoseConfig:
+def engine_config(config: Config | None, windows: dict[str, tuple[float, float]]) -> DiagnoseSettings:
     """The config's diagnose section (thresholds, capacity), with the offline windows where it sets none."""
-    base = config.diagnose if config is not None else DiagnoseConfig()
+    base: DiagnoseSection = config.diagnose if config is not None else DIAGNOSE_DEFAULTS
     thresholds: dict[str, dict[str, float]] = {k: dict(v) for k, v in (base.thresholds or {}).items()}
     for did, (sustain, exit_) in windows.items():
         th = thresholds.setdefault(did, {})
         th.setdefault("sustain_seconds", sustain)
         th.setdefault("exit_seconds", exit_)
-    return DiagnoseConfig(
+    return DiagnoseSettings(
         sustain_scale=1.0,
         history=base.history,
         thresholds=thresholds,

@@ -11,15 +11,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sanlens.analyze.analysis import Analysis
 from sanlens.analyze.linux_inputs import LinuxInput
 from sanlens.analyze.ontap_inputs import LOCAL_TIME_KINDS, OntapInput
 from sanlens.analyze.perfmon_summary import LogSummary
 from sanlens.analyze.time_zones import hours, offset_text
-from sanlens.config import Config
 from sanlens.hosts.mapping import normalize_drive
 from sanlens.model import iso_utc
+
+if TYPE_CHECKING:
+    from sanlens.config import Config
 
 SLACK_S = 120.0  # spans this close still share an interval of the join
 

@@ -10,11 +10,15 @@ the cluster the ONTAP captures are analysed as.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from sanlens.analyze.host_intervals import Mapper
-from sanlens.config import Config, HostTarget
+from sanlens.config.plain import HostDisks, UnnamedHost
 from sanlens.hosts.mapping import DiskMapping, resolve
 from sanlens.join.directory import LunDirectory
+
+if TYPE_CHECKING:
+    from sanlens.config import Config
 
 
 def analysis_cluster(config: Config | None, requested: str | None, named: set[str] | None = None) -> str:
@@ -31,7 +35,7 @@ def analysis_cluster(config: Config | None, requested: str | None, named: set[st
 
 def host_mapper(config: Config | None, cluster: str, directory: LunDirectory | None = None) -> Mapper:
     """A mapper for ``HostIntervals.snapshots``: (host, disk, drives) -> DiskMapping, cached per disk."""
-    targets = {t.name.upper(): t for t in (config.hosts if config else [])}
+    targets: dict[str, HostDisks] = {t.name.upper(): t for t in (config.hosts if config else [])}
     directory = directory or LunDirectory()
     cache: dict[tuple[str, str], DiskMapping] = {}
 
@@ -41,10 +45,8 @@ def host_mapper(config: Config | None, cluster: str, directory: LunDirectory | N
         if m is None:
             target = targets.get(key[0])
             if target is None:
-                # a host the config does not name: a stand-in for the mapping only, never polled,
-                # so the rules of a polled target (a source and its url) do not apply; made once
-                # per host (pydantic inspects every default factory's signature on each construct)
-                target = targets[key[0]] = HostTarget.model_construct(name=host)
+                # a host the config does not name: its disks map with the defaults
+                target = targets[key[0]] = UnnamedHost(host)
             m = resolve(target, directory, disk, drives)
             if m.lun and not m.cluster:
                 m = replace(m, cluster=cluster)

@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field
 from pydantic_core import PydanticCustomError
 
 from sanlens.config.files import DecodeError, TooLarge, decode, read_capped, shown
+from sanlens.config.plain import DIAGNOSE_DEFAULTS, HOST_DEFAULTS
 from sanlens.config.rules import ExactlyOne, Loc, Needs, OnlyOne, Ruled, Together, UniqueNames, rule_errors
 from sanlens.config.types import (
     LISTEN_PATTERN,
@@ -305,15 +306,15 @@ class HostTarget(_Model):
         "more fails the poll (reason `too_large`) before it is parsed.",
     )
     queue_depth: Annotated[int, Field(ge=1), _POSITIVE_QUEUE] = Field(
-        default=32,
+        default=HOST_DEFAULTS.queue_depth,
         description="Per-LUN HBA queue depth; Q_eff = queue_depth x paths. On Linux a depth the host reports "
         "through the textfile collector wins, and a disk entry wins over both.",
     )
     paths: Annotated[int, Field(ge=1), _POSITIVE_QUEUE] = Field(
-        default=1, description="Active paths per LUN."
+        default=HOST_DEFAULTS.paths, description="Active paths per LUN."
     )
     data_class: Literal["data", "log", "tempdb"] = Field(
-        default="data", description="Which latency thresholds apply to the host's disks."
+        default=HOST_DEFAULTS.data_class, description="Which latency thresholds apply to the host's disks."
     )
     disks: list[HostDiskMapping] = Field(
         default_factory=list,
@@ -447,12 +448,14 @@ class DiagnoseConfig(_Model):
     """Engine timing and per-diagnosis threshold overrides (their ranges are the registry's)."""
 
     sustain_scale: float = Field(
-        default=1.0,
+        default=DIAGNOSE_DEFAULTS.sustain_scale,
         ge=0,
         le=100,
         description="Multiplies every sustain and exit window (the demo uses 0.05).",
     )
-    history: int = Field(default=240, ge=10, le=100000, description="Cooked windows kept per subject.")
+    history: int = Field(
+        default=DIAGNOSE_DEFAULTS.history, ge=10, le=100000, description="Cooked windows kept per subject."
+    )
     # checked by the registry's model of them (sanlens.diagnose.registry.thresholds_model) in check-config
     thresholds: dict[str, dict[str, float]] = Field(
         default_factory=dict,
@@ -460,13 +463,18 @@ class DiagnoseConfig(_Model):
         "their order): docs/diagnoses.md#thresholds.",
     )
     backend_iops_capacity: Annotated[float | None, Explain("must be a positive number of IOPS")] = Field(
-        default=None,
+        default=DIAGNOSE_DEFAULTS.backend_iops_capacity,
         gt=0,
         description="IOPS the backend can serve, for the host-only san_oversubscription (without it a "
         "host-only finding stays a warning).",
     )
-    waterfall_top_n: int = Field(default=10, ge=0, le=1000, description="Slowest QoS workloads whose latency components "
-                                 "are exposed while ok (a non-ok subject's always are): the dashboard's top N.")  # fmt: skip
+    waterfall_top_n: int = Field(
+        default=DIAGNOSE_DEFAULTS.waterfall_top_n,
+        ge=0,
+        le=1000,
+        description="Slowest QoS workloads whose latency components are exposed while ok (a non-ok "
+        "subject's always are): the dashboard's top N.",
+    )
 
 
 class Config(Ruled, _Model):

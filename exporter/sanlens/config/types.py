@@ -11,11 +11,12 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+if TYPE_CHECKING:  # pydantic is imported by the models that use these types, not by their readers
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+    from pydantic.json_schema import JsonSchemaValue
+    from pydantic_core import CoreSchema
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 _ORDER = ("d", "h", "m", "s", "ms")
@@ -53,6 +54,8 @@ def format_seconds(seconds: float) -> str:
 
 
 def _duration(value: Any) -> Duration:
+    from pydantic_core import PydanticCustomError
+
     if isinstance(value, Duration):
         return value
     if isinstance(value, bool) or not isinstance(value, str | int | float):
@@ -71,6 +74,8 @@ class Duration(float):
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic_core import core_schema
+
         return core_schema.no_info_plain_validator_function(_duration)
 
     @classmethod

@@ -31,9 +31,9 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sanlens.config import Config, DiagnoseConfig
+from sanlens.config.plain import DIAGNOSE_DEFAULTS, DiagnoseSection
 from sanlens.diagnose import background_operation_impact, waterfall
 from sanlens.diagnose.attribution import Attribution, Seen, attribute, resolve_path
 from sanlens.diagnose.base import Context, Observation
@@ -44,6 +44,9 @@ from sanlens.diagnose.registry import MODULES, REGISTRY, relax, resolve, windows
 from sanlens.diagnose.track import Judged, Track, source_of
 from sanlens.freshness import stale_after
 from sanlens.model import HostView, Metric, OntapView, Snapshot
+
+if TYPE_CHECKING:
+    from sanlens.config import Config
 
 # every kind of input a diagnosis may read of the Context (a module's READS names a subset); "mapping"
 # is the hosts' Context.mapped_luns alone
@@ -57,7 +60,7 @@ class Engine:
 
     def __init__(
         self,
-        cfg: DiagnoseConfig | None = None,
+        cfg: DiagnoseSection | None = None,
         *,
         deferred: bool = False,
         clock: Callable[[], float] | None = None,
@@ -69,7 +72,7 @@ class Engine:
         self.deferred = deferred
         self.clock = clock
         self._inbox: deque[Snapshot] = deque()
-        cfg = cfg or DiagnoseConfig()
+        cfg = cfg or DIAGNOSE_DEFAULTS
         self._configure(cfg)
         self._history = History(cfg.history)
         self._ontap: dict[str, OntapView] = {}
@@ -86,7 +89,7 @@ class Engine:
         self._attribution = Attribution()
         self._metrics: tuple[Metric, ...] | None = None
 
-    def _configure(self, cfg: DiagnoseConfig) -> None:
+    def _configure(self, cfg: DiagnoseSection) -> None:
         self._memo: dict[tuple[str, int, str], tuple[tuple[Any, ...], list[Observation]]] = {}
         self._memo_used: set[tuple[str, int, str]] = set()  # the memo entries the last evaluation read
         self._judged: dict[tuple[str, int], Judged] = {}  # (diagnosis, part) -> its last observations

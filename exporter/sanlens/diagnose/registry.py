@@ -10,10 +10,9 @@ override becomes an error that names ``diagnose.thresholds.<id>.<name>``.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from sanlens.diagnose import (
     aggregate_degraded,
@@ -38,7 +37,9 @@ from sanlens.diagnose.spec import SEVERITY, DiagnosisSpec, alert_name
 from sanlens.errors import ConfigError
 
 if TYPE_CHECKING:  # the config model describes its thresholds from this registry
-    from sanlens.config import DiagnoseConfig
+    from pydantic import BaseModel
+
+    from sanlens.config.plain import DiagnoseSection
 
 __all__ = [
     "IDS",
@@ -51,6 +52,7 @@ __all__ = [
     "Diagnosis",
     "alert_name",
     "check",
+    "plainly_valid",
     "relax",
     "resolve",
     "thresholds_model",
@@ -98,11 +100,9 @@ WINDOW_HELP = {
 
 
 # ------------------------------------------------------------- thresholds
-class _Overrides(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, hide_input_in_errors=True)
-
-
 def _threshold_field(t: Any) -> Any:
+    from pydantic import Field
+
     help_ = f"{t.help.rstrip('.')} ({t.unit})" if t.help else t.unit
     return (float, Field(default=t.default, ge=t.min, le=t.max, description=help_))
 
@@ -110,13 +110,45 @@ def _threshold_field(t: Any) -> Any:
 @functools.cache
 def thresholds_model() -> type[BaseModel]:
     """``diagnose.thresholds`` as a model: per diagnosis id, its thresholds and windows with the specs' ranges."""
+    from pydantic import BaseModel, ConfigDict, Field, create_model
+
+    class Overrides(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, hide_input_in_errors=True)
+
     lo, hi = WINDOW_RANGE
     windows = {k: (float, Field(default=None, ge=lo, le=hi, description=h)) for k, h in WINDOW_HELP.items()}
     ids: dict[str, Any] = {}
     for did, spec in REGISTRY.items():
         fields: dict[str, Any] = {**{t.name: _threshold_field(t) for t in spec.thresholds}, **windows}
-        ids[did] = (create_model(f"Thresholds_{did}", __base__=_Overrides, **fields), None)
-    return create_model("Thresholds", __base__=_Overrides, **ids)
+        ids[did] = (create_model(f"Thresholds_{did}", __base__=Overrides, **fields), None)
+    return create_model("Thresholds", __base__=Overrides, **ids)
+
+
+# (low, high) of every name a diagnosis' overrides may set: its thresholds' ranges and the windows'
+_RANGES: dict[str, dict[str, tuple[float, float]]] = {
+    did: {**{t.name: (t.min, t.max) for t in spec.thresholds}, **dict.fromkeys(WINDOW_KEYS, WINDOW_RANGE)}
+    for did, spec in REGISTRY.items()
+}
+
+
+def plainly_valid(thresholds: Mapping[Any, Any]) -> bool:
+    """Whether every override is a known diagnosis' known name set to a finite int or float in range.
+
+    Such overrides are ones the thresholds model accepts, so checking them needs neither pydantic
+    nor the model's build (a run of ``analyze`` without a config passes only its own windows).
+    Anything else goes to the model, which words the refusal.
+    """
+    for did, values in thresholds.items():
+        ranges = _RANGES.get(did) if isinstance(did, str) else None
+        if ranges is None or not isinstance(values, Mapping):
+            return False
+        for name, value in values.items():
+            bounds = ranges.get(name) if isinstance(name, str) else None
+            if bounds is None or type(value) not in (int, float) or not math.isfinite(value):
+                return False
+            if not bounds[0] <= value <= bounds[1]:
+                return False
+    return True
 
 
 def _word(loc: tuple[Any, ...], kind: str, value: Any) -> str:
@@ -141,18 +173,21 @@ def _word(loc: tuple[Any, ...], kind: str, value: Any) -> str:
     return f"expected a number, got {value!r}"
 
 
-def _errors(dc: DiagnoseConfig) -> list[ConfigError]:
+def _errors(dc: DiagnoseSection) -> list[ConfigError]:
     """The thresholds' problems: the generated model's refusals, then each ordered pair kept in order."""
     base = "diagnose.thresholds"
     out: list[ConfigError] = []
-    try:
-        thresholds_model().model_validate(dc.thresholds or {})
-    except ValidationError as e:
-        for err in e.errors(include_url=False):
-            loc = err["loc"]
-            out.append(
-                ConfigError(_word(loc, err["type"], err["input"]), path=".".join([base, *map(str, loc)]))
-            )
+    if not plainly_valid(dc.thresholds or {}):
+        from pydantic import ValidationError
+
+        try:
+            thresholds_model().model_validate(dc.thresholds or {})
+        except ValidationError as e:
+            for err in e.errors(include_url=False):
+                loc = err["loc"]
+                out.append(
+                    ConfigError(_word(loc, err["type"], err["input"]), path=".".join([base, *map(str, loc)]))
+                )
     for did, values in (dc.thresholds or {}).items():
         spec = REGISTRY.get(did)
         if spec is None or not isinstance(values, Mapping):
@@ -168,12 +203,12 @@ def _errors(dc: DiagnoseConfig) -> list[ConfigError]:
     return out
 
 
-def check(dc: DiagnoseConfig) -> list[str]:
+def check(dc: DiagnoseSection) -> list[str]:
     """Every problem of the diagnose section, as ``path: message`` strings (empty when valid)."""
     return [f"{e.path}: {e.message}" for e in _errors(dc)]
 
 
-def validate_config(dc: DiagnoseConfig) -> None:
+def validate_config(dc: DiagnoseSection) -> None:
     """Raise ConfigError for the first bad setting of the diagnose section (the message counts the others)."""
     errs = _errors(dc)
     if errs:
@@ -182,7 +217,7 @@ def validate_config(dc: DiagnoseConfig) -> None:
         raise ConfigError(first.message + more, path=first.path)
 
 
-def resolve(dc: DiagnoseConfig) -> dict[str, dict[str, float]]:
+def resolve(dc: DiagnoseSection) -> dict[str, dict[str, float]]:
     """Effective thresholds per id: defaults overlaid with the (validated) config."""
     validate_config(dc)
     out: dict[str, dict[str, float]] = {}
@@ -203,7 +238,7 @@ def relax(th: Thresholds) -> dict[str, dict[str, float]]:
     }
 
 
-def windows(dc: DiagnoseConfig) -> dict[str, tuple[float, float]]:
+def windows(dc: DiagnoseSection) -> dict[str, tuple[float, float]]:
     """(sustain, exit) seconds per id, after overrides and ``sustain_scale``."""
     out = {}
     for did, spec in REGISTRY.items():

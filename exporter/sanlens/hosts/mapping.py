@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from sanlens.config import HostDiskMapping, HostTarget
+from sanlens.config.plain import HOST_DEFAULTS, DataClass, HostDisks
 from sanlens.join.directory import JoinedDisk, LunDirectory, join_disk, normalize_wwid
 from sanlens.model import DiskIdentity
+
+if TYPE_CHECKING:
+    from sanlens.config import HostDiskMapping
 
 MappingKind = Literal["serial", "static", "none"]
 
@@ -31,9 +34,10 @@ class DiskMapping:
     volume: str = ""
     lun: str = ""
     mapping: MappingKind = "none"
-    data_class: Literal["data", "log", "tempdb"] = "data"
-    queue_depth: int = 32
-    paths: int = 1  # for Q_eff: the configured paths of the disk, else what the host reports
+    data_class: DataClass = HOST_DEFAULTS.data_class
+    queue_depth: int = HOST_DEFAULTS.queue_depth
+    # for Q_eff: the configured paths of the disk, else what the host reports
+    paths: int = HOST_DEFAULTS.paths
     observed_paths: int | None = None  # MPIO paths the host reports now
     configured_paths: int = 1  # the paths the config says the disk should have
 
@@ -58,7 +62,7 @@ def normalize_drive(drive: str) -> str:
 
 
 def _static_entry(
-    target: HostTarget, disk: str, drives: Iterable[str], aliases: Iterable[str] = (), wwid: str = ""
+    target: HostDisks, disk: str, drives: Iterable[str], aliases: Iterable[str] = (), wwid: str = ""
 ) -> HostDiskMapping | None:
     wanted = {normalize_drive(d) for d in drives}
     names = {disk, *aliases}
@@ -74,7 +78,7 @@ def _static_entry(
 
 
 def disk_mapping(
-    target: HostTarget,
+    target: HostDisks,
     disk: str,
     drives: Iterable[str] = (),
     serial: str = "",
@@ -130,7 +134,7 @@ def joined(m: DiskMapping, j: JoinedDisk) -> DiskMapping:
     )
 
 
-def resolve(target: HostTarget, directory: LunDirectory, disk: str, *args: Any, **kwargs: Any) -> DiskMapping:
+def resolve(target: HostDisks, directory: LunDirectory, disk: str, *args: Any, **kwargs: Any) -> DiskMapping:
     """Map one disk against ``directory`` at once (the offline join; live, the join stage does it).
 
     The arguments after ``directory`` are ``disk_mapping``'s.
