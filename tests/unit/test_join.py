@@ -10,7 +10,7 @@ from tests.builders import T0, lun, snap
 
 from sanlens.config import HostDiskMapping, HostTarget
 from sanlens.hosts.mapping import resolve
-from sanlens.join.directory import LunDirectory, LunIdentity
+from sanlens.join.directory import LunDirectory, LunIdentity, normalize_serial
 from sanlens.model import OntapView
 from sanlens.serve.exposition import Exposition
 from sanlens.store import State
@@ -95,3 +95,17 @@ def test_both_copies_serving_is_reported_and_never_flips_silently() -> None:
     serving(d, "siteA", 0.0, t=120)
     decided = d.by_serial(SERIAL)
     assert decided is not None and decided.cluster == "siteB" and d.ambiguous() == []
+
+
+def test_a_choice_is_forgotten_once_its_serial_is_no_longer_shared() -> None:
+    """Serials shared by two clusters come and go (a relationship set up, then broken): the
+    directory keeps a choice only for the serials shared now, so a long-running exporter does not
+    collect one per serial it has ever seen shared."""
+    d = LunDirectory()
+    for i in range(50):
+        serial = f"8001{i:04X}"
+        for cluster in ("siteA", "siteB"):
+            d.publish(cluster, [LunIdentity(cluster, "s1", "v1", PATH, serial, "n1", "online")])
+        got = d.by_serial(serial)
+        assert got is not None and got.serial == serial
+    assert list(d._chosen) == [normalize_serial(f"8001{49:04X}")]

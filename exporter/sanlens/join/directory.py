@@ -81,7 +81,10 @@ class LunDirectory:
             self._by_wwid = {k: tuple(v) for k, v in by_wwid.items()}
             self._by_nsid = {k: tuple(v) for k, v in by_nsid.items()}
             self._by_path = by_path
+            # a serial no longer presented twice needs no choice: forget it (and its report)
             shared = {**self._by_serial, **self._by_nsid}
+            for serial in [s for s in self._chosen if len(shared.get(s, ())) < 2]:
+                del self._chosen[serial]
             for serial in [s for s in self._ambiguous if len(shared.get(s, ())) < 2]:
                 del self._ambiguous[serial]
 
