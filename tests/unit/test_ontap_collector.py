@@ -255,3 +255,23 @@ def test_each_table_is_cooked_against_the_time_its_rows_arrived(monkeypatch: pyt
     assert snap.view is not None, snap
     (lun,) = snap.view.luns
     assert lun.read_iops == pytest.approx(6000.0 / 60.0)  # not 6000 / (60 + 25)
+
+
+def test_families_split_by_a_label_share_each_rows_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real volume page: the families split by ``op`` hold, for one op, one key tuple per row that
+    they all share (a poll's keys are kept until the next one), each beside its own raw value."""
+    _, s2, _ = _two_polls(monkeypatch, "volume", "ontap/restperf/volume-schema.json",
+                          "ontap/restperf/volume-rows-1.json", "ontap/restperf/volume-rows-2.json", 60.0)  # fmt: skip
+    split = [m for m in s2.metrics if m.name.startswith("sanlens_ontap_volume_") and "op" in m.label_names]
+    reads = {m.name: [k for k in m.keys if k[m.label_names.index("op")] == "read"] for m in split}
+    assert len(reads) >= 2 and all(reads.values()), sorted(reads)
+    (first, *others) = reads.values()
+    for keys in others:
+        assert keys == first and all(a is b for a, b in zip(keys, first, strict=True))
+    raw = {
+        r["id"]: {c["name"]: c.get("value") for c in r["counters"]}
+        for r in _load("ontap/restperf/volume-rows-2.json")["records"]
+    }
+    fam = {m.name: m for m in s2.metrics}["sanlens_ontap_volume_ops_total"]
+    got = sorted(v for k, v in fam.samples if k[fam.label_names.index("op")] == "read")
+    assert got == sorted(float(r["total_read_ops"]) for r in raw.values())

@@ -154,6 +154,9 @@ def render(src: OntapSource, rows: Mapping[str, RowBlock]) -> tuple[Metric, ...]
         row_keys = list(
             zip([c] * len(ids), *(lab.column(trows.properties, ids) for lab in exported), strict=True)
         )
+        # a ``by`` label's keys, made once per value: the families split by it (ops, latency and
+        # bytes by op=read) share one tuple per row, kept with the page until the next poll
+        by_keys: dict[str, list[tuple[str, ...]]] = {}
         for name, keys, values, by, scale in plan:
             col = trows.counters.get(name)
             if col is None:
@@ -164,7 +167,13 @@ def render(src: OntapSource, rows: Mapping[str, RowBlock]) -> tuple[Metric, ...]
                 except (TypeError, OverflowError):
                     pass  # a row lacks it, or holds an array counter: row by row
                 else:
-                    keys.extend(row_keys if by is None else [(*key, by) for key in row_keys])
+                    if by is None:
+                        keys.extend(row_keys)
+                    else:
+                        keyed = by_keys.get(by)
+                        if keyed is None:
+                            keyed = by_keys[by] = [(*key, by) for key in row_keys]
+                        keys.extend(keyed)
                     values.extend(scalars if scale == 1 else array("d", [x * scale for x in scalars]))
                     continue
             for k in at:
