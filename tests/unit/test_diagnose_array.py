@@ -7,6 +7,8 @@ import statistics
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.builders import (
     AGGR_KEY,
     DISK_KEY,
@@ -33,7 +35,7 @@ from tests.builders import (
     vol,
 )
 
-from sanlens.diagnose.history import History
+from sanlens.diagnose.history import BASELINE_WINDOWS, History
 from sanlens.model import AggregateInfo, OntapView
 
 
@@ -296,3 +298,13 @@ def test_history_baseline_freezes_during_the_operation() -> None:
     h.add_ontap(oltp(60, 0.012))
     h.add_ontap(oltp(120, 0.090, (op(),)))
     assert h.baseline("c1", "s1", "v1") == pytest.approx(0.011)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=3 * BASELINE_WINDOWS))
+def test_history_baseline_is_the_median_of_the_last_windows(latencies: list[float]) -> None:
+    """The baseline is the median of the volume's last BASELINE_WINDOWS latencies, however many came."""
+    h = History(10)
+    for i, lat in enumerate(latencies):
+        h.add_ontap(oltp(60.0 * i, lat))
+    assert h.baseline("c1", "s1", "v1") == statistics.median(latencies[-BASELINE_WINDOWS:])

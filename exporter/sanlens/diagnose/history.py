@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +30,25 @@ class Progress:
     rate_per_s: float | None  # percent per second, observed
     eta_s: float | None
     started: float  # first time sanlens saw the operation
+
+
+class Window:
+    """A volume's last ``BASELINE_WINDOWS`` latencies, oldest overwritten first: 8 bytes each in an
+    array, where a deque kept a float object each (5,000 volumes keep 150,000). The median read
+    back does not depend on their order."""
+
+    __slots__ = ("next", "values")
+
+    def __init__(self) -> None:
+        self.values: array[float] = array("d")
+        self.next = 0  # the slot the next value overwrites once the window is full
+
+    def append(self, value: float) -> None:
+        if len(self.values) < BASELINE_WINDOWS:
+            self.values.append(value)
+            return
+        self.values[self.next] = value
+        self.next = (self.next + 1) % BASELINE_WINDOWS
 
 
 def op_key(op: BackgroundOp) -> OpKey:
@@ -74,7 +94,7 @@ class History:
     def __init__(self, size: int = 240) -> None:
         self.size = max(int(size), 2)  # progress samples kept per operation
         self._versions: dict[str, OntapVersion] = {}
-        self._baseline: dict[tuple[str, str, str], deque[float]] = {}
+        self._baseline: dict[tuple[str, str, str], Window] = {}
         self._progress: dict[OpKey, deque[tuple[float, float]]] = {}
         self._first_seen: dict[OpKey, float] = {}
         self.generation = 0  # moves whenever what the diagnoses read here may have changed
@@ -96,7 +116,10 @@ class History:
             present.add(key)
             lat = volume_latency(v)
             if lat is not None and (v.svm, v.volume) not in busy:
-                self._baseline.setdefault(key, deque(maxlen=BASELINE_WINDOWS)).append(lat)
+                window = self._baseline.get(key)
+                if window is None:
+                    window = self._baseline[key] = Window()
+                window.append(lat)
         for key in [k for k in self._baseline if k[0] == view.cluster and k not in present]:
             del self._baseline[key]
         self._track_progress(view, ops)
@@ -135,8 +158,8 @@ class History:
 
     def baseline(self, cluster: str, svm: str, volume: str) -> float | None:
         """Median latency of the volume while no background operation touched it."""
-        samples = self._baseline.get((cluster, svm, volume))
-        return statistics.median(samples) if samples else None
+        window = self._baseline.get((cluster, svm, volume))
+        return statistics.median(window.values) if window is not None and window.values else None
 
     def progress(self, op: BackgroundOp) -> Progress:
         k = op_key(op)
