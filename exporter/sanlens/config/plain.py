@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from sanlens.config.models import HostDiskMapping
-
-DataClass = Literal["data", "log", "tempdb"]
+    from sanlens.model import DataClass
 
 
 class DiagnoseSection(Protocol):

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from sanlens.config.plain import HOST_DEFAULTS, DataClass, HostDisks
+from sanlens.config.plain import HOST_DEFAULTS, HostDisks
 from sanlens.join.directory import JoinedDisk, LunDirectory, join_disk, normalize_wwid
-from sanlens.model import DiskIdentity
+from sanlens.model import DataClass, DiskIdentity
 
 if TYPE_CHECKING:
     from sanlens.config import HostDiskMapping
