@@ -151,14 +151,20 @@ def test_kept_strings_make_a_poll_read_the_last_polls_string_objects_and_keep_on
     page = json.dumps(recs)  # each poll decodes its own copies, as a response does
     first, second, plain = RowBlock(TABLE), RowBlock(TABLE), RowBlock(TABLE)
     kept = KeptStrings()
+    firsts: set[int] = set()
     for block in (first, second):
         kept.new_poll()
         decode_records(block, json.loads(page), first=0, kept=kept)
+        firsts = firsts or {id(s) for s in kept.now.values()}
     decode_records(plain, json.loads(page))
     assert (second.instances, second.properties) == (plain.instances, plain.properties)
     assert all(a is b for a, b in zip(first.instances, second.instances, strict=True))
     for key, col in second.properties.items():
         assert all(a is b for a, b in zip(first.properties[key], col, strict=True))
+    # what is kept is the first poll's objects alone: no copy from the second page outlives it
+    assert all(k is v and id(k) in firsts for k, v in kept.now.items())
+    kept.done()
+    assert kept.last == {}
     # a record gone from the next poll: its strings are no longer kept
     later = [r for k, r in enumerate(recs) if k != gone % len(recs)]
     kept.new_poll()

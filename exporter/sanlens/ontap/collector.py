@@ -355,6 +355,7 @@ class OntapSource:
             except CaptureError as e:  # a record or counter of the wrong type: the page cannot be trusted
                 raise SourceError(str(e), reason="malformed") from None
             del page
+        kept.done()
         self._fetched_at[table] = self.clock()
         rows = _first_of_each(rows, problems)
         self._note_malformed(table, problems)

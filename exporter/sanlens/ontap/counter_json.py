@@ -120,8 +120,9 @@ class KeptStrings:
     the poll (the block is kept for the next deltas, the view reads its names) while the page they
     came from is freed around them: survivors scattered over Python's arenas, which return to the
     system only when empty. Kept, a poll's strings are the last poll's objects (their hashes
-    already computed) and the page's copies die with the page. Only the strings of the latest poll
-    are kept, so the table's own size bounds it.
+    already computed) and the page's copies die with the page. The kept object is its own key, so
+    no page's copy outlives its page, and only the strings of the latest poll are kept: the
+    table's own size bounds it.
     """
 
     __slots__ = ("last", "now")
@@ -132,6 +133,19 @@ class KeptStrings:
 
     def new_poll(self) -> None:
         self.last, self.now = self.now, {}
+
+    def done(self) -> None:
+        """The table is read: what the last poll had and this one did not is dropped."""
+        self.last = {}
+
+    def one(self, s: str) -> str:
+        """The string equal to ``s`` that is kept: the last poll's, else ``s`` itself."""
+        now = self.now
+        k = now.get(s)
+        if k is None:
+            k = self.last.pop(s, s)
+            now[k] = k
+        return k
 
 
 def decode_records(
@@ -153,8 +167,7 @@ def decode_records(
     """
     instances, complete = block.instances, block.complete
     props_cols, counter_cols, label_cols = block.properties, block.counters, block.labels
-    now: dict[str, str] | None = kept.now if kept is not None else None
-    last: dict[str, str] = kept.last if kept is not None else {}
+    one = kept.one if kept is not None else None
     names: list[str] = []
     for n, r in enumerate(recs, start=first):
         if not isinstance(r, dict):
@@ -170,14 +183,14 @@ def decode_records(
         for p in listed if type(listed) is list else ():
             if type(p) is dict and "name" in p:
                 key, value = str(p["name"]), str(p.get("value", ""))
-                if now is not None:
-                    value = now.get(value) or now.setdefault(value, last.get(value, value))
+                if one is not None:
+                    value = one(value)
                 put(props_cols, key, i, value)
                 if key == "name":
                     name_prop = value
         rid = str(rid or name_prop or n)
-        if now is not None:
-            rid = now.get(rid) or now.setdefault(rid, last.get(rid, rid))
+        if one is not None:
+            rid = one(rid)
         instances.append(rid)
         agg = r.get("aggregation")
         complete.append(not (isinstance(agg, dict) and agg.get("complete") is False))
@@ -212,8 +225,8 @@ def decode_records(
                     put(label_cols, name, i, _strings(c.get("labels")))
                 elif "value" in c:
                     if isinstance(v, str) and not is_number(v):
-                        if now is not None:
-                            v = now.get(v) or now.setdefault(v, last.get(v, v))
+                        if one is not None:
+                            v = one(v)
                         put(props_cols, name, i, v)  # a string-typed counter (fcp link.speed): a label
                     elif type(v) in (int, float, str):
                         put(counter_cols, name, i, float(v))  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ counting of garbage records. Both give the same columns for the same page (a hyp
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
 
@@ -129,7 +130,7 @@ def decode_typed(
     before it touches the block: the caller hands the rest of the page to ``decode_records``.
     """
     instances, complete, props_cols = block.instances, block.complete, block.properties
-    now, last = kept.now, kept.last
+    one = kept.one
     for k, r in enumerate(recs):
         rid = r.id
         if rid == "" or not r.counters:
@@ -138,7 +139,7 @@ def decode_typed(
         name_prop = None
         for p in r.properties:
             key, value = p.name, p.value
-            value = now.get(value) or now.setdefault(value, last.get(value, value))
+            value = one(value)
             col = props_cols.get(key)
             if col is not None and len(col) == i:
                 col.append(value)
@@ -147,12 +148,12 @@ def decode_typed(
             if key == "name":
                 name_prop = value
         rid = str(rid or name_prop or first + k)
-        rid = now.get(rid) or now.setdefault(rid, last.get(rid, rid))
+        rid = one(rid)
         instances.append(rid)
         agg = r.aggregation
         complete.append(not (agg is not None and agg.complete is False))
         try:
-            _counters(r.counters, i, block, now, last)
+            _counters(r.counters, i, block, one)
         except _NotANumber as e:
             block.pad()
             raise CaptureError(f"records[{first + k}] counter {e.args[0]!r}: not a number", where) from None
@@ -164,9 +165,7 @@ class _NotANumber(Exception):
     """A counter whose value is null, or an integer past a float's range."""
 
 
-def _counters(
-    counters: list[_Counter], i: int, block: RowBlock, now: dict[str, str], last: dict[str, str]
-) -> None:
+def _counters(counters: list[_Counter], i: int, block: RowBlock, one: Callable[[str], str]) -> None:
     """Row ``i``'s counters into the block's columns."""
     props_cols, counter_cols, label_cols = block.properties, block.counters, block.labels
     name = ""
@@ -190,7 +189,7 @@ def _counters(
                 put(label_cols, name, i, c.labels if type(c.labels) is list else [])
             elif v is not UNSET:
                 if type(v) is str and not is_number(v):
-                    v = now.get(v) or now.setdefault(v, last.get(v, v))
+                    v = one(v)
                     put(props_cols, name, i, v)  # a string-typed counter (fcp link.speed): a label
                 elif type(v) is str or type(v) is int or type(v) is float:
                     put(counter_cols, name, i, float(v))
