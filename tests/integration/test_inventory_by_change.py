@@ -186,3 +186,35 @@ def test_the_statistics_path_reads_every_volume_for_its_counters_and_the_plexes_
         assert len(asks) == 1 and "statistics" in asks[0]["fields"] and "movement.state" not in asks[0]
         assert _plex_reads(second) == 0
         assert _dynamic(src.inventory) == _full(src)
+
+
+def test_values_many_records_repeat_are_one_string_object_and_read_as_the_records_say() -> None:
+    """An inventory is kept until the next full read: the SVM, volume, node and state its LUNs,
+    volumes, disks and QoS workloads repeat are one object each, and equal to the answer's."""
+    with (
+        running("qos-throttle") as (s, _clock),
+        polling(s, tables=["lun", "qos"], qos_interval=Duration(0)) as (src, _asked),
+    ):
+        src.poll()
+        src.qos_reader.wait(30)
+        inv = src.inventory
+        raw = list(src.client.records("/api/storage/luns", {"fields": "name,svm.name,location,status.state"}))
+        assert [(x["lun"], x["svm"], x["volume"], x["node"], x["state"]) for x in inv.luns] == [
+            (r["name"], r["svm"]["name"], r["location"]["volume"]["name"], r["location"]["node"]["name"],
+             r["status"]["state"])
+            for r in raw
+        ]  # fmt: skip
+        workloads = list(inv.qos_workloads.values())
+        for records, fields in (
+            (inv.luns, ("svm", "volume", "node", "state", "os_type")),
+            (list(inv.disks.values()), ("node", "state", "type", "aggregate")),
+            (workloads, ("svm", "policy", "class", "volume")),
+        ):
+            assert len(records) > 1
+            for f in fields:
+                values = [x[f] for x in records]
+                assert len({id(v) for v in values}) == len(set(values)), f
+        names = {vol for _svm, vol in inv.volumes} | {x["volume"] for x in inv.luns}
+        assert len(
+            {id(v) for v in (*(vol for _s, vol in inv.volumes), *(x["volume"] for x in inv.luns))}
+        ) == len(names), "a LUN's volume is the volume's own name object"

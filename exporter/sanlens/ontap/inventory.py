@@ -8,6 +8,7 @@ are read every poll by change: the volumes moving and the aggregates with a sign
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,15 @@ class Inventory:
     raid: dict[str, raid_state.AggregateRaid] = field(default_factory=dict)  # aggregate -> its plexes' state
 
 
+def _shared(value: object) -> str:
+    """A value many records repeat (an SVM, volume, node, state), as one string object for all.
+
+    An inventory is kept until the next full read, and each record decodes its own copy of these:
+    at 10,000 LUNs and 15,000 QoS workloads about 6 MB of equal strings. Unique values (names,
+    uuids, serials) are left alone, where interning would only add an entry per string."""
+    return sys.intern(str(value))
+
+
 def _thin(requested: object) -> bool | None:
     """``space.guarantee.requested`` false is a thin LUN; absent (older releases) is unknown."""
     return (not requested) if isinstance(requested, bool) else None
@@ -83,14 +93,14 @@ SAN_SERVICES = {"data_iscsi": "iscsi", "data_nvme_tcp": "nvme_tcp"}
 def _lun_record(r: Mapping[str, Any]) -> dict[str, Any]:
     """A LUN's or namespace's identity and state (both join host disks the same way)."""
     return {
-        "svm": str(_g(r, "svm.name")),
-        "volume": str(_g(r, "location.volume.name")),
+        "svm": _shared(_g(r, "svm.name")),
+        "volume": _shared(_g(r, "location.volume.name")),
         "lun": str(r.get("name", "")),
         "serial": str(r.get("serial_number", "")),
         "uuid": str(r.get("uuid", "")),
-        "os_type": str(r.get("os_type", "")),
-        "node": str(_g(r, "location.node.name")),
-        "state": str(_g(r, "status.state")),
+        "os_type": _shared(r.get("os_type", "")),
+        "node": _shared(_g(r, "location.node.name")),
+        "state": _shared(_g(r, "status.state")),
         # no space guarantee requested: a thin LUN, taken offline when its volume fills
         "thin": _thin(_g(r, "space.guarantee.requested", None)),
     }
@@ -153,12 +163,12 @@ def _aggregates(client: OntapClient) -> dict[str, dict[str, Any]]:
 def _disks(client: OntapClient) -> dict[str, dict[str, str]]:
     return {
         str(r.get("name")): {
-            "type": str(r.get("type", "")),
-            "rpm": str(r.get("rpm", "")),
-            "container": str(r.get("container_type", "")),
-            "aggregate": str(_g(r, "aggregates")[0].get("name", "")) if _g(r, "aggregates") else "",
-            "node": str(_g(r, "node.name")),
-            "state": str(r.get("state", "")),
+            "type": _shared(r.get("type", "")),
+            "rpm": _shared(r.get("rpm", "")),
+            "container": _shared(r.get("container_type", "")),
+            "aggregate": _shared(_g(r, "aggregates")[0].get("name", "")) if _g(r, "aggregates") else "",
+            "node": _shared(_g(r, "node.name")),
+            "state": _shared(r.get("state", "")),
         }
         for r in client.records("/api/storage/disks", {"fields": DISK_FIELDS})
     }
@@ -168,9 +178,9 @@ def _volume_info(r: Mapping[str, Any]) -> dict[str, Any]:
     aggrs = r.get("aggregates") or []
     return {
         "uuid": str(r.get("uuid", "")),
-        "aggregate": str(aggrs[0].get("name", "")) if aggrs and isinstance(aggrs[0], Mapping) else "",
-        "style": str(r.get("style", "")),
-        "move_state": str(_g(r, "movement.state")),
+        "aggregate": _shared(aggrs[0].get("name", "")) if aggrs and isinstance(aggrs[0], Mapping) else "",
+        "style": _shared(r.get("style", "")),
+        "move_state": _shared(_g(r, "movement.state")),
         "move_percent": _g(r, "movement.percent_complete", None),
         "size": _g(r, "space.size", None),
         "available": _g(r, "space.available", None),
@@ -178,7 +188,7 @@ def _volume_info(r: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _volume_key(r: Mapping[str, Any]) -> tuple[str, str]:
-    return (str(_g(r, "svm.name")), str(r.get("name", "")))
+    return (_shared(_g(r, "svm.name")), _shared(r.get("name", "")))
 
 
 def fetch_dynamic(
@@ -343,11 +353,12 @@ def _qos_workloads(client: OntapClient) -> dict[str, dict[str, str]]:
         name = str(r.get("name", ""))
         out[str(r.get("uuid") or name)] = {
             "name": name,
-            "class": str(r.get("workload_class", "")),
+            "class": _shared(r.get("workload_class", "")),
             "wid": str(r.get("wid", "")),
-            "policy": str(_g(r, "policy.name")),
-            "svm": str(_g(r, "svm.name")),
-            **{k: _name_of(r.get(k)) for k in ("volume", "lun", "file", "qtree")},
+            "policy": _shared(_g(r, "policy.name")),
+            "svm": _shared(_g(r, "svm.name")),
+            "volume": _shared(_name_of(r.get("volume"))),
+            **{k: _name_of(r.get(k)) for k in ("lun", "file", "qtree")},
         }
     return out
 
