@@ -45,15 +45,15 @@ def render(src: OntapSource, rows: Mapping[str, RowBlock]) -> tuple[Metric, ...]
     for node, n in inv.nodes.items():
         b.add("sanlens_ontap_node_info", "gauge", "ONTAP node inventory.",
               {"cluster": c, "node": node, "model": n["model"], "serial": n["serial"]}, 1)  # fmt: skip
-    for x in inv.luns:
-        b.add("sanlens_ontap_lun_info", "gauge", "ONTAP LUN inventory; serial joins host disks.",
-              {"cluster": c, "svm": x["svm"], "volume": x["volume"], "lun": x["lun"], "serial": x["serial"],
-               "os_type": x["os_type"], "node": x["node"]}, 1)  # fmt: skip
+    _info(b, "sanlens_ontap_lun_info", "ONTAP LUN inventory; serial joins host disks.",
+          ("cluster", "svm", "volume", "lun", "serial", "os_type", "node"),
+          [(c, x["svm"], x["volume"], x["lun"], x["serial"], x["os_type"], x["node"]) for x in inv.luns])  # fmt: skip
     aggr_node = {a: i["node"] for a, i in inv.aggregates.items()}
+    _info(b, "sanlens_ontap_volume_info", "ONTAP volume inventory.",
+          ("cluster", "svm", "volume", "aggregate", "node", "style"),
+          [(c, svm, vol, i["aggregate"], aggr_node.get(i["aggregate"], ""), i["style"])
+           for (svm, vol), i in inv.volumes.items()])  # fmt: skip
     for (svm, vol), i in inv.volumes.items():
-        b.add("sanlens_ontap_volume_info", "gauge", "ONTAP volume inventory.",
-              {"cluster": c, "svm": svm, "volume": vol, "aggregate": i["aggregate"],
-               "node": aggr_node.get(i["aggregate"], ""), "style": i["style"]}, 1)  # fmt: skip
         if i["move_state"] and i["move_percent"] is not None:
             b.add("sanlens_ontap_volume_move_done_ratio", "gauge", "Volume move progress, 0..1 (only while moving).",
                   {"cluster": c, "svm": svm, "volume": vol, "state": i["move_state"]}, float(i["move_percent"]) / 100.0)  # fmt: skip
@@ -67,12 +67,11 @@ def render(src: OntapSource, rows: Mapping[str, RowBlock]) -> tuple[Metric, ...]
         b.add("sanlens_ontap_raid_operation_done_ratio", "gauge", "RAID background operation progress, 0..1 (only while active).",
               {"cluster": c, "aggregate": op.aggregate, "raid_group": op.raid_group, "operation": op.operation},
               float(op.percent or 0) / 100.0)  # fmt: skip
-    for d, i in inv.disks.items():
-        b.add("sanlens_ontap_disk_info", "gauge", "ONTAP disk inventory.",
-              {"cluster": c, "node": i["node"], "disk": d, "aggregate": i["aggregate"],
-               "raid_group": inv.disk_raid_group.get(d, ""), "raid_position": inv.disk_position.get(d, ""),
-               "type": i["type"], "rpm": i["rpm"],
-               "container": i["container"], "state": i["state"]}, 1)  # fmt: skip
+    group, position = inv.disk_raid_group, inv.disk_position
+    _info(b, "sanlens_ontap_disk_info", "ONTAP disk inventory.",
+          ("cluster", "node", "disk", "aggregate", "raid_group", "raid_position", "type", "rpm", "container", "state"),
+          [(c, i["node"], d, i["aggregate"], group.get(d, ""), position.get(d, ""), i["type"], i["rpm"],
+            i["container"], i["state"]) for d, i in inv.disks.items()])  # fmt: skip
     order = {t: i for i, t in enumerate(src.target.tables)}
     for table, lacking in sorted(src.missing.items(), key=lambda kv: order.get(kv[0], len(order))):
         for counter in lacking:
@@ -206,15 +205,25 @@ _POLICY_LIMITS = (
 )  # fmt: skip
 
 
+def _info(
+    b: MetricBuilder, name: str, help_: str, names: tuple[str, ...], keys: list[tuple[str, ...]]
+) -> None:
+    """An info family (every value 1) from its label tuples: tens of thousands of rows at scale, so
+    no mapping per row."""
+    if keys:  # a family with no row is no family
+        into, values = b.column(name, "gauge", help_, names)
+        into += keys
+        values.extend(array("d", [1.0]) * len(keys))
+
+
 def _qos(b: MetricBuilder, src: OntapSource) -> None:
     """The QoS workloads' identities and the policies' limits, from the last QoS poll (the workloads'
     ops and latency are the ``qos`` table's counters; where their latency goes is not exported)."""
     c = src.name
-    for w in src.qos.workloads:
-        b.add("sanlens_ontap_qos_workload_info", "gauge",
-              "ONTAP QoS workload: the volume or LUN it is, and its policy ('' : none).",
-              {"cluster": c, "svm": w.svm, "workload": w.workload, "volume": w.volume, "lun": w.lun,
-               "policy": w.policy}, 1)  # fmt: skip
+    _info(b, "sanlens_ontap_qos_workload_info",
+          "ONTAP QoS workload: the volume or LUN it is, and its policy ('' : none).",
+          ("cluster", "svm", "workload", "volume", "lun", "policy"),
+          [(c, w.svm, w.workload, w.volume, w.lun, w.policy) for w in src.qos.workloads])  # fmt: skip
     for p in src.qos.policies:
         key = {"cluster": c, "svm": p.svm, "policy": p.name}
         b.add("sanlens_ontap_qos_policy_info", "gauge",
