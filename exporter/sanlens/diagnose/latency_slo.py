@@ -100,11 +100,15 @@ SPEC = DiagnosisSpec(
 ID = SPEC.id
 
 
+_OBJECTIVES = {c: (f"{c}_warning_seconds", f"{c}_critical_seconds") for c in CLASSES}
+"""Each data class's two threshold names, made once: a class is looked up per subject."""
+
+
 def class_level(latency: float | None, data_class: str, th: Thresholds) -> tuple[int | None, float, float]:
     """(level, warning, critical) of a latency for a data class, from latency_slo's thresholds."""
     t = th[ID]
-    cls = data_class if data_class in CLASSES else "data"
-    warn, crit = t[f"{cls}_warning_seconds"], t[f"{cls}_critical_seconds"]
+    w, c = _OBJECTIVES.get(data_class) or _OBJECTIVES["data"]
+    warn, crit = t[w], t[c]
     if latency is None:
         return None, warn, crit
     return (2 if latency >= crit else 1 if latency >= warn else 0), warn, crit
