@@ -131,8 +131,9 @@ def test_a_new_poll_renders_only_its_new_label_sets_and_forgets_gone_ones(
     second = exp.render().decode()
     assert joined == ["c1", "/vol/v/d"], "only the new LUN's label set is joined"
     assert 'lun="/vol/v/a"} 2.0' in second and 'lun="/vol/v/c"' not in second and 'lun="/vol/v/c"' in first
-    kept = exp._label_texts["t"][("cluster", "lun")]
-    assert set(kept) == {("c1", f"/vol/v/{x}") for x in "abd"} and not kept.last
+    kept = exp._families["t"]
+    assert {k for f in kept.values() for k in f.keys} == {("c1", f"/vol/v/{x}") for x in "abd"}
+    assert all(f.texts == [f'cluster="c1",lun="/vol/v/{x}"' for x in "abd"] for f in kept.values())
     joined.clear()
     state.record_success(poll(["a", "b", "d"], float("inf")), 0.0)  # the same sets, in the same order
     exp.refresh()

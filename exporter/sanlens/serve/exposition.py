@@ -162,20 +162,20 @@ def oversized(values: tuple[str, ...]) -> int | None:
 class LabelText(dict[tuple[str, ...], str | None]):
     """Label sets rendered as ``k="v",...`` for one tuple of label names.
 
-    Families of one snapshot share it (a LUN's dozen families repeat the same label values), and
-    it falls back to the previous render's texts: a target's next poll brings the same label
-    sets as new but equal tuples, so the next render joins only the sets that are new. Only the
-    sets rendered this time are kept, so instances that went away are forgotten.
+    Families of one snapshot share it during a render (a LUN's dozen families repeat the same label
+    values), and it falls back to ``last``, the texts those families had at their previous render:
+    a target's next poll brings the same label sets as new but equal tuples, so the render joins
+    only the sets that are new. It is not kept past the render; the families keep their texts.
 
     A set with a value past ``MAX_LABEL_VALUE_BYTES`` renders as None: its series are left out, and
     ``dropped`` counts them (``example``: the first one's family, label and length, for the log)."""
 
     __slots__ = ("dropped", "example", "last", "names", "refused")
 
-    def __init__(self, names: tuple[str, ...], last: dict[tuple[str, ...], str | None] | None = None) -> None:
+    def __init__(self, names: tuple[str, ...]) -> None:
         super().__init__()
         self.names = names
-        self.last = {} if last is None else last
+        self.last: dict[tuple[str, ...], str | None] = {}
         self.dropped = 0
         self.example: tuple[str, str, int] | None = None
         self.refused = False  # some set here renders as None
@@ -327,9 +327,8 @@ class Exposition:
         self.engine = engine  # its findings' families, rendered with every body
         self.release_series = release_series
         self._snap_cache: dict[str, tuple[int, dict[str, tuple[Metric, Piece, int]]]] = {}
-        # snapshot -> label names -> that snapshot's rendered label sets, from its last render
-        self._label_texts: dict[str, dict[tuple[str, ...], LabelText]] = {}
-        # snapshot -> family -> its label texts from its last render
+        # snapshot -> family -> its label texts from its last render (a render's LabelText maps are
+        # not kept: a family whose sets changed finds its old texts here, and they are one copy)
         self._families: dict[str, dict[str, _Labelled]] = {}
         self._headers: dict[tuple[str, str, str], Piece] = {}
         self._lock = threading.Lock()  # one build at a time
@@ -353,7 +352,6 @@ class Exposition:
         hit = self._snap_cache.get(name)
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        last = self._label_texts.get(name, {})
         last_families = self._families.get(name, {})
         caches: dict[tuple[str, ...], LabelText] = {}
         families: dict[str, _Labelled] = {}
@@ -366,7 +364,7 @@ class Exposition:
             else:
                 text = caches.get(m.label_names)
                 if text is None:
-                    text = caches[m.label_names] = LabelText(m.label_names, last.get(m.label_names))
+                    text = caches[m.label_names] = LabelText(m.label_names)
                 if kept is not None and kept.names == m.label_names:
                     text.last.update(zip(kept.keys, kept.texts, strict=True))  # its sets: maybe not in `last`
                 before = text.dropped
@@ -380,9 +378,6 @@ class Exposition:
                 len(m.values) - dropped,
             )
         self._count_dropped(name, caches.values())
-        for text in caches.values():
-            text.last = {}  # the previous render's texts: what this one did not use is gone
-        self._label_texts[name] = caches
         self._families[name] = families
         self._snap_cache[name] = (stamp, pieces)
         return pieces
@@ -432,7 +427,6 @@ class Exposition:
                     self.state.release_metrics(name, stamps[name])
             for gone in set(self._snap_cache) - set(snaps):
                 del self._snap_cache[gone]
-                self._label_texts.pop(gone, None)
                 self._families.pop(gone, None)
                 self._count_dropped(gone, ())
             engine = self.engine
