@@ -181,6 +181,30 @@ def test_kept_strings_make_a_poll_read_the_last_polls_string_objects_and_keep_on
     assert wanted <= set(kept.now) <= offered
 
 
+@settings(max_examples=50)
+@given(st.lists(st.integers(0, 30).flatmap(record), min_size=2, max_size=8), st.integers(0, 7))
+def test_a_read_stopped_part_way_leaves_the_last_complete_polls_strings_for_the_next(
+    recs: list[dict[str, Any]], cut: int
+) -> None:
+    """A reset or a bad page ends a table's read before ``done``: the next read still finds the
+    objects the last complete poll's rows hold, not fresh copies for the records it did not reach."""
+    page = json.dumps(recs)
+    complete, after = RowBlock(TABLE), RowBlock(TABLE)
+    kept = KeptStrings()
+    kept.new_poll()
+    decode_records(complete, json.loads(page), first=0, kept=kept)
+    kept.done()
+    kept.new_poll()  # a read that stops after its first records
+    decode_records(
+        RowBlock(TABLE), json.loads(json.dumps(recs[: 1 + cut % (len(recs) - 1)])), first=0, kept=kept
+    )
+    kept.new_poll()
+    decode_records(after, json.loads(page), first=0, kept=kept)
+    assert all(a is b for a, b in zip(complete.instances, after.instances, strict=True))
+    for key, col in after.properties.items():
+        assert all(a is b for a, b in zip(complete.properties[key], col, strict=True))
+
+
 def rows_of(instances: list[str], seed: int, scale: float) -> list[CounterRow]:
     rnd = random.Random(seed)
     out = []

@@ -132,7 +132,9 @@ class KeptStrings:
         self.now: dict[str, str] = {}
 
     def new_poll(self) -> None:
-        self.last, self.now = self.now, {}
+        # ``last`` still holds strings when the previous read stopped part way (a reset, a bad
+        # page): they are the last complete poll's, which the rows kept for the deltas hold
+        self.last, self.now = (self.last | self.now if self.last else self.now), {}
 
     def done(self) -> None:
         """The table is read: what the last poll had and this one did not is dropped."""
