@@ -204,3 +204,20 @@ def test_a_local_disk_is_not_judged_as_a_san_lun() -> None:
     host_only = engine(sustain_scale=0.0)
     host_only.update(snap(hostview(0, local)))
     assert state(host_only, "lun_iops_ceiling", key) == 1
+
+
+def test_a_subject_keeps_only_the_labels_it_names_and_its_series_carry_every_label() -> None:
+    """Subject labels are kept for every subject at scale, so a LUN's hold its four names, not nine;
+    its state series still carries every subject label, the ones it lacks empty."""
+    from sanlens.diagnose.base import LABELS, lun_subject
+
+    e = engine()
+    for t in range(0, int(REGISTRY["latency_slo"].sustain_s) + 60, 60):
+        e.update(snap(ontap(t, luns=(SLOW_LUN,))))
+    _key, subject = lun_subject(SLOW_LUN)
+    assert list(subject) == [k for k in LABELS if k in ("cluster", "svm", "volume", "lun")]
+    assert all(subject.values())
+    (lv,) = series(e, "sanlens_diagnosis_state", diagnosis="latency_slo")
+    assert set(LABELS) <= set(lv)
+    assert {k: lv[k] for k in LABELS if lv[k]} == subject
+    assert lv["host"] == lv["node"] == lv["port"] == ""

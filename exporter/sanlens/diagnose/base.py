@@ -51,7 +51,9 @@ class Observation(NamedTuple):
 
 
 def labels(**kw: str) -> dict[str, str]:
-    return {k: str(kw.get(k, "") or "") for k in LABELS}
+    """A subject's labels, in ``LABELS`` order; one it lacks is absent, which every reader takes as
+    "" (a series gets it empty): a LUN names four of nine, and 17,000 subjects are kept at scale."""
+    return {k: v for k in LABELS if (v := str(kw.get(k, "") or ""))}
 
 
 # Subject labels are the same dict for every diagnosis and every evaluation of a subject:
