@@ -8,7 +8,6 @@ are read every poll by change: the volumes moving and the aggregates with a sign
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,19 @@ from sanlens.ontap.records import get_path as _g
 
 if TYPE_CHECKING:
     from sanlens.ontap.client import OntapClient
+
+
+class Shared(dict[str, str]):
+    """The values an inventory's records repeat (an SVM, volume, node, state), one string object each.
+
+    An inventory is kept until the next full read, and each record decodes its own copy of these:
+    at 10,000 LUNs and 15,000 QoS workloads about 6 MB of equal strings. Unique values (names,
+    uuids, serials) are left alone. Not ``sys.intern``: interned strings are immortal on some
+    interpreters (3.12 before 3.12.6, free-threaded builds), and volume names come and go."""
+
+    def __call__(self, value: object) -> str:
+        s = str(value)
+        return self.setdefault(s, s)
 
 
 @dataclass
@@ -49,15 +61,7 @@ class Inventory:
     personality: str = UNIFIED
     moving: set[tuple[str, str]] = field(default_factory=set)  # volumes with a move state at the last read
     raid: dict[str, raid_state.AggregateRaid] = field(default_factory=dict)  # aggregate -> its plexes' state
-
-
-def _shared(value: object) -> str:
-    """A value many records repeat (an SVM, volume, node, state), as one string object for all.
-
-    An inventory is kept until the next full read, and each record decodes its own copy of these:
-    at 10,000 LUNs and 15,000 QoS workloads about 6 MB of equal strings. Unique values (names,
-    uuids, serials) are left alone, where interning would only add an entry per string."""
-    return sys.intern(str(value))
+    shared: Shared = field(default_factory=Shared, repr=False, compare=False)  # begun again by each full read
 
 
 def _thin(requested: object) -> bool | None:
@@ -90,17 +94,17 @@ QOS_POLICIES = "/api/storage/qos/policies"
 SAN_SERVICES = {"data_iscsi": "iscsi", "data_nvme_tcp": "nvme_tcp"}
 
 
-def _lun_record(r: Mapping[str, Any]) -> dict[str, Any]:
+def _lun_record(r: Mapping[str, Any], share: Shared) -> dict[str, Any]:
     """A LUN's or namespace's identity and state (both join host disks the same way)."""
     return {
-        "svm": _shared(_g(r, "svm.name")),
-        "volume": _shared(_g(r, "location.volume.name")),
+        "svm": share(_g(r, "svm.name")),
+        "volume": share(_g(r, "location.volume.name")),
         "lun": str(r.get("name", "")),
         "serial": str(r.get("serial_number", "")),
         "uuid": str(r.get("uuid", "")),
-        "os_type": _shared(r.get("os_type", "")),
-        "node": _shared(_g(r, "location.node.name")),
-        "state": _shared(_g(r, "status.state")),
+        "os_type": share(r.get("os_type", "")),
+        "node": share(_g(r, "location.node.name")),
+        "state": share(_g(r, "status.state")),
         # no space guarantee requested: a thin LUN, taken offline when its volume fills
         "thin": _thin(_g(r, "space.guarantee.requested", None)),
     }
@@ -113,6 +117,7 @@ def fetch_static(
     every few polls. Endpoints other than nodes and LUNs may be refused (``caps``): they stay empty."""
     caps = caps or Capabilities("")
     inv.personality = caps.personality
+    inv.shared = share = Shared()
     inv.nodes = {
         str(r.get("name")): {
             "model": str(r.get("model", "")),
@@ -121,11 +126,12 @@ def fetch_static(
         }
         for r in client.records("/api/cluster/nodes", {"fields": NODE_FIELDS})
     }
-    inv.luns = [_lun_record(r) for r in client.records("/api/storage/luns", {"fields": LUN_FIELDS})]
+    inv.luns = [_lun_record(r, share) for r in client.records("/api/storage/luns", {"fields": LUN_FIELDS})]
     inv.namespaces = caps.optional(
         "/api/storage/namespaces",
         lambda: [
-            _lun_record(r) for r in client.records("/api/storage/namespaces", {"fields": NAMESPACE_FIELDS})
+            _lun_record(r, share)
+            for r in client.records("/api/storage/namespaces", {"fields": NAMESPACE_FIELDS})
         ],
         [],
         release,
@@ -144,7 +150,7 @@ def fetch_static(
                 inv.zones[str(_g(n, "name"))] = str(z.get("name", ""))
     else:
         inv.aggregates = caps.optional("/api/storage/aggregates", lambda: _aggregates(client), {}, release)
-    inv.disks = caps.optional("/api/storage/disks", lambda: _disks(client), {}, release)
+    inv.disks = caps.optional("/api/storage/disks", lambda: _disks(client, share), {}, release)
 
 
 def _aggregates(client: OntapClient) -> dict[str, dict[str, Any]]:
@@ -160,35 +166,35 @@ def _aggregates(client: OntapClient) -> dict[str, dict[str, Any]]:
     }
 
 
-def _disks(client: OntapClient) -> dict[str, dict[str, str]]:
+def _disks(client: OntapClient, share: Shared) -> dict[str, dict[str, str]]:
     return {
         str(r.get("name")): {
-            "type": _shared(r.get("type", "")),
-            "rpm": _shared(r.get("rpm", "")),
-            "container": _shared(r.get("container_type", "")),
-            "aggregate": _shared(_g(r, "aggregates")[0].get("name", "")) if _g(r, "aggregates") else "",
-            "node": _shared(_g(r, "node.name")),
-            "state": _shared(r.get("state", "")),
+            "type": share(r.get("type", "")),
+            "rpm": share(r.get("rpm", "")),
+            "container": share(r.get("container_type", "")),
+            "aggregate": share(_g(r, "aggregates")[0].get("name", "")) if _g(r, "aggregates") else "",
+            "node": share(_g(r, "node.name")),
+            "state": share(r.get("state", "")),
         }
         for r in client.records("/api/storage/disks", {"fields": DISK_FIELDS})
     }
 
 
-def _volume_info(r: Mapping[str, Any]) -> dict[str, Any]:
+def _volume_info(r: Mapping[str, Any], share: Shared) -> dict[str, Any]:
     aggrs = r.get("aggregates") or []
     return {
         "uuid": str(r.get("uuid", "")),
-        "aggregate": _shared(aggrs[0].get("name", "")) if aggrs and isinstance(aggrs[0], Mapping) else "",
-        "style": _shared(r.get("style", "")),
-        "move_state": _shared(_g(r, "movement.state")),
+        "aggregate": share(aggrs[0].get("name", "")) if aggrs and isinstance(aggrs[0], Mapping) else "",
+        "style": share(r.get("style", "")),
+        "move_state": share(_g(r, "movement.state")),
         "move_percent": _g(r, "movement.percent_complete", None),
         "size": _g(r, "space.size", None),
         "available": _g(r, "space.available", None),
     }
 
 
-def _volume_key(r: Mapping[str, Any]) -> tuple[str, str]:
-    return (_shared(_g(r, "svm.name")), _shared(r.get("name", "")))
+def _volume_key(r: Mapping[str, Any], share: Shared) -> tuple[str, str]:
+    return (share(_g(r, "svm.name")), share(r.get("name", "")))
 
 
 def fetch_dynamic(
@@ -215,7 +221,7 @@ def fetch_dynamic(
     else:
         fields = VOLUME_FIELDS + (",statistics" if with_stats else "")
         vol_recs = list(client.records("/api/storage/volumes", {"fields": fields}))
-        inv.volumes = {_volume_key(r): _volume_info(r) for r in vol_recs}
+        inv.volumes = {_volume_key(r, inv.shared): _volume_info(r, inv.shared) for r in vol_recs}
     inv.moving = {k for k, i in inv.volumes.items() if i["move_state"]}
     _raid(client, inv, cluster, caps, release, not full and bool(inv.raid))
     inv.fc_ports = fetch_fc_ports(client)
@@ -235,7 +241,7 @@ def _volume_changes(client: OntapClient, inv: Inventory) -> list[dict[str, Any]]
     ``movement.state=!"-"`` asks for volumes with a move state, ONTAP's notation for a value that is
     not empty (as NetApp Harvest filters its KeyPerf volumes on ``statistics.timestamp``)."""
     recs = list(client.records("/api/storage/volumes", {"fields": VOLUME_FIELDS, "movement.state": '!"-"'}))
-    seen = {_volume_key(r) for r in recs}
+    seen = {_volume_key(r, inv.shared) for r in recs}
     ended = [inv.volumes[k]["uuid"] for k in sorted(inv.moving - seen) if inv.volumes.get(k, {}).get("uuid")]
     if ended:
         recs += list(
@@ -243,8 +249,8 @@ def _volume_changes(client: OntapClient, inv: Inventory) -> list[dict[str, Any]]
         )
     volumes = dict(inv.volumes)  # a new mapping: the last poll's view keeps the one it was built from
     for r in recs:
-        volumes[_volume_key(r)] = _volume_info(r)
-    listed = {_volume_key(r) for r in recs}
+        volumes[_volume_key(r, inv.shared)] = _volume_info(r, inv.shared)
+    listed = {_volume_key(r, inv.shared) for r in recs}
     for k in inv.moving - listed:  # was moving, now listed by neither request: deleted, or no move state
         if k in volumes:
             volumes[k] = {**volumes[k], "move_state": "", "move_percent": None}
@@ -337,7 +343,9 @@ def fetch_qos(
     other. Policies are a few records and their ceilings are what an engineer edits: read every time;
     workloads are one per volume and LUN: read when the caller finds them due or incomplete."""
     if workloads:
-        inv.qos_workloads = caps.optional(QOS_WORKLOADS, lambda: _qos_workloads(client), {}, release)
+        inv.qos_workloads = caps.optional(
+            QOS_WORKLOADS, lambda: _qos_workloads(client, inv.shared), {}, release
+        )
     no_policies: list[dict[str, Any]] = []
     inv.qos_policies = caps.optional(
         QOS_POLICIES,
@@ -347,17 +355,17 @@ def fetch_qos(
     )
 
 
-def _qos_workloads(client: OntapClient) -> dict[str, dict[str, str]]:
+def _qos_workloads(client: OntapClient, share: Shared) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for r in client.records(QOS_WORKLOADS, {"fields": QOS_WORKLOAD_FIELDS}):
         name = str(r.get("name", ""))
         out[str(r.get("uuid") or name)] = {
             "name": name,
-            "class": _shared(r.get("workload_class", "")),
+            "class": share(r.get("workload_class", "")),
             "wid": str(r.get("wid", "")),
-            "policy": _shared(_g(r, "policy.name")),
-            "svm": _shared(_g(r, "svm.name")),
-            "volume": _shared(_name_of(r.get("volume"))),
+            "policy": share(_g(r, "policy.name")),
+            "svm": share(_g(r, "svm.name")),
+            "volume": share(_name_of(r.get("volume"))),
             **{k: _name_of(r.get(k)) for k in ("lun", "file", "qtree")},
         }
     return out
