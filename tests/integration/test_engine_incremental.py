@@ -18,7 +18,7 @@ from tests.joining import joined
 from golden import Clock
 from sanlens.config import DiagnoseConfig, HostTarget, OntapTarget
 from sanlens.diagnose import lun_iops_ceiling, lun_not_online
-from sanlens.diagnose.base import Context
+from sanlens.diagnose.base import KEPT_OUT, Context, Observation, quieted
 from sanlens.diagnose.engine import ALL_INPUTS, Engine
 from sanlens.diagnose.registry import MODULES, relax, resolve
 from sanlens.hosts.registry import make_host_source
@@ -211,3 +211,34 @@ def test_reused_observations_step_the_tracks_as_judging_afresh_does(snapshots: l
                     exiting += sum(1 for k in j.quiet if (did, k) in fast._tracks)
     assert reused > 0, "the incremental engine reused observations"
     assert exiting > 0, "ok subjects with a track were stepped over reused observations"
+
+
+def test_the_memo_keeps_ok_subjects_without_a_track_as_subject_and_level(snapshots: list[Snapshot]) -> None:
+    """An ok observation of a subject with no track is read again only for its subject and level, so
+    the memo keeps no evidence for it; a subject with a track keeps its observation whole, and a
+    track fed a kept-out observation keeps the evidence it had."""
+    engine = Engine(DiagnoseConfig(sustain_scale=0.0))
+    for s in snapshots:
+        engine.update(s)
+    kept_out = whole_ok = tracked_whole = 0
+    tracks = set(engine._tracks)
+    for (did, _i, which), (_stamp, part) in engine._memo.items():
+        if which != "strict":
+            continue
+        for o in part:
+            if o.level == 0 and (did, o.key) not in tracks:
+                assert o.evidence is KEPT_OUT and o.score == 0.0, (did, o.key)
+                kept_out += 1
+            elif (did, o.key) in tracks and o.level is not None:
+                assert o.evidence is not KEPT_OUT, (did, o.key)
+                tracked_whole += 1
+            elif o.level == 0:
+                whole_ok += 1
+    assert kept_out > 100, "mixed has many ok subjects"
+    assert tracked_whole > 0, "mixed has tracked subjects, kept whole"
+    findings = engine.findings()
+    assert findings and all(f["evidence"] for f in findings), "every finding still has its evidence"
+    t = next(t for t in engine._tracks.values() if t.evidence)
+    before = dict(t.evidence), t.score
+    t.observe(quieted(Observation(t.id, t.key, t.labels, 0, 0.5, {"x": 1.0})))
+    assert (t.evidence, t.score) == before

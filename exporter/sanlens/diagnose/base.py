@@ -50,6 +50,16 @@ class Observation(NamedTuple):
     recommendation: str = ""
 
 
+# The evidence of an ok observation the engine keeps with no track: its subject and level are all a
+# later evaluation reads of it, and at 10,000 LUNs the evidence of 47,000 such subjects was 12 MB.
+KEPT_OUT: Mapping[str, float | None] = MappingProxyType({})
+
+
+def quieted(o: Observation) -> Observation:
+    """``o`` without its evidence, score and recommendation (:data:`KEPT_OUT`)."""
+    return Observation(o.id, o.key, o.labels, o.level, 0.0, KEPT_OUT)
+
+
 def labels(**kw: str) -> dict[str, str]:
     """A subject's labels, in ``LABELS`` order; one it lacks is absent, which every reader takes as
     "" (a series gets it empty): a LUN names four of nine, and 17,000 subjects are kept at scale."""

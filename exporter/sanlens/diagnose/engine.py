@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from sanlens.config.plain import DIAGNOSE_DEFAULTS, DiagnoseSection
 from sanlens.diagnose import background_operation_impact, waterfall
 from sanlens.diagnose.attribution import Attribution, Seen, attribute, resolve_path
-from sanlens.diagnose.base import Context, Observation
+from sanlens.diagnose.base import Context, Observation, quieted
 from sanlens.diagnose.exposed import build_metrics, finding
 from sanlens.diagnose.history import History
 from sanlens.diagnose.numeric import num
@@ -295,6 +295,17 @@ class Engine:
         done |= fresh
         return loud
 
+    def _keep_out_evidence(self, did: str, parts: list[list[Observation]]) -> None:
+        """The memo keeps a part's ok observations of subjects with no track as subject and level:
+        while the part is reused, that is all the engine reads of them (a track starts only from a
+        level above ok, which a reused part cannot give). A subject that has a track keeps its
+        observation whole."""
+        keep = {k for d, k in self._tracks if d == did}
+        for part in parts:
+            for i, o in enumerate(part):
+                if o.level == 0 and o.evidence and o.key not in keep:
+                    part[i] = quieted(o)
+
     def _evaluate(self) -> None:
         now = self._now
         ctx = Context(now, self._ontap, self._hosts, self._history, self._cfg.backend_iops_capacity)
@@ -334,9 +345,12 @@ class Engine:
             cnt = counts[did]
             done: set[str] = set()  # this diagnosis's subjects judged so far: the first observation wins
             reused: list[dict[str, int]] = []  # subjects of the parts taken whole, below
+            fresh: list[list[Observation]] = []  # the parts judged for the first time
             for i, part in enumerate(parts):
                 todo: Iterable[Observation] = part
                 judged = self._quiet((did, i), part)
+                if judged is None:
+                    fresh.append(part)
                 if judged is not None and not any(judged.template.keys() & d for d in (done, *reused)):
                     # the same observations as last time: the ok subjects without a track stay ok and
                     # untracked (a count and a state); only the others step their tracks
@@ -373,6 +387,8 @@ class Engine:
                     ev[sk] = tr.state
                     if tr.idle:
                         del self._tracks[k]
+            if fresh:
+                self._keep_out_evidence(did, fresh)
         for k, tr in list(self._tracks.items()):
             if k in seen:
                 continue

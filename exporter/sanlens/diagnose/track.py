@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sanlens.diagnose.base import Observation, compact_numbers
+from sanlens.diagnose.base import KEPT_OUT, Observation, compact_numbers
 from sanlens.diagnose.numeric import num
 
 
@@ -76,6 +76,8 @@ class Track:
 
     def observe(self, o: Observation) -> None:
         self.labels = o.labels
+        if o.evidence is KEPT_OUT:  # an ok observation kept without its evidence: the last stands
+            return
         self.score = min(max(float(o.score), 0.0), 1.0) if math.isfinite(o.score) else 0.0
         self.evidence = {k: v for k, raw in o.evidence.items() if (v := num(raw)) is not None}
         if o.recommendation:
