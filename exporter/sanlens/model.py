@@ -49,6 +49,9 @@ class Metric:
     label_names: tuple[str, ...]
     keys: Sequence[tuple[str, ...]] = ()
     values: Sequence[float] = ()
+    # the last label says which of a row's counters a sample is (op="read"): it takes a handful of
+    # values, so a sample's label text is its row's text and that label's, joined as it is written
+    split: bool = False
 
     @property
     def samples(self) -> tuple[tuple[tuple[str, ...], float], ...]:
@@ -57,23 +60,24 @@ class Metric:
 
     def with_keys(self, keys: Sequence[tuple[str, ...]]) -> Metric:
         """The same family and values under other label values (one per sample)."""
-        return Metric(self.name, self.type, self.help, self.label_names, tuple(keys), self.values)
+        return Metric(self.name, self.type, self.help, self.label_names, tuple(keys), self.values, self.split)
 
 
 class MetricBuilder:
     """Accumulates samples for several families while a poll is cooked."""
 
     def __init__(self) -> None:
-        self._families: dict[str, tuple[MetricType, str, tuple[str, ...]]] = {}
+        self._families: dict[str, tuple[MetricType, str, tuple[str, ...], bool]] = {}
         self._keys: dict[str, list[tuple[str, ...]]] = {}
         self._values: dict[str, array[float]] = {}
 
     def column(
-        self, name: str, type_: MetricType, help_: str, label_names: tuple[str, ...]
+        self, name: str, type_: MetricType, help_: str, label_names: tuple[str, ...], split: bool = False
     ) -> tuple[list[tuple[str, ...]], array[float]]:
-        """The family's two columns, to append to in hot loops (label values in ``label_names`` order)."""
+        """The family's two columns, to append to in hot loops (label values in ``label_names`` order;
+        ``split``: see :class:`Metric`)."""
         if name not in self._families:
-            self._families[name] = (type_, help_, label_names)
+            self._families[name] = (type_, help_, label_names, split)
             self._keys[name] = []
             self._values[name] = array("d")
         return self._keys[name], self._values[name]
@@ -101,8 +105,8 @@ class MetricBuilder:
 
     def build(self) -> tuple[Metric, ...]:
         return tuple(
-            Metric(name, t, h, names, tuple(self._keys[name]), self._values[name])
-            for name, (t, h, names) in self._families.items()
+            Metric(name, t, h, names, tuple(self._keys[name]), self._values[name], split)
+            for name, (t, h, names, split) in self._families.items()
             if self._values[name]  # a column asked for but never filled is no family
         )
 

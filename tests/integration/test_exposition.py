@@ -14,7 +14,7 @@ from sanlens.config import OntapTarget
 from sanlens.freshness import stale_after
 from sanlens.model import Metric, MetricBuilder, Snapshot
 from sanlens.ontap.collector import OntapSource
-from sanlens.serve.exposition import Exposition
+from sanlens.serve.exposition import MAX_LABEL_VALUE_BYTES, Exposition
 from sanlens.serve.server import ExporterServer
 from sanlens.store import State
 from sanlens_sim.server import Simulator
@@ -154,6 +154,60 @@ def test_a_new_poll_renders_only_its_new_label_sets_and_forgets_gone_ones(
     fresh = Exposition(state)
     fresh.refresh()
     assert ours(fourth) == ours(fresh.render().decode()), "as a first render of the same poll"
+
+
+def test_a_split_family_writes_its_rows_texts_and_its_last_labels_and_keeps_no_text_per_sample() -> None:
+    """A family split by ``op`` is written as a family keyed by its full label tuples would be, poll
+    after poll as LUNs come and go; between polls it keeps its rows' texts (the very strings of the
+    table's unsplit family) and one text per ``op`` value, not a text per LUN and op."""
+
+    def poll(luns: list[str], value: float, odd: str = "") -> Snapshot:
+        b = MetricBuilder()
+        names = ("cluster", "lun")
+        info, _ = b.column("sanlens_test_lun_info", "gauge", "h", names)
+        keys, values = b.column("sanlens_test_lun_ops_total", "counter", "h", (*names, "op"), True)
+        for op in ("read", "write", odd or "other"):
+            for n, lun in enumerate(luns):
+                keys.append(("c1", f"/vol/v/{lun}", op))
+                values.append(value * n if op != "write" else float("nan"))
+        for lun in luns:
+            info.append(("c1", f"/vol/v/{lun}"))
+        b.column("sanlens_test_lun_info", "gauge", "h", names)[1].extend([1.0] * len(luns))
+        return Snapshot("t", "ontap", value, b.build())
+
+    def ours(page: str) -> list[str]:
+        return [line for line in page.splitlines() if line.startswith("sanlens_test_")]
+
+    state = State()
+    state.register("t", "ontap", 60.0)
+    exp = Exposition(state)
+    for luns, value, odd in (
+        (["a", 'b"q', "c"], 1.0, ""),
+        (["a", 'b"q', "c"], 2.0, ""),  # equal sets: texts taken whole
+        (["a", "c", "d"], 3.0, ""),  # one gone, one new
+        (["a", "c", "d"], 4.0, "x" * (MAX_LABEL_VALUE_BYTES + 1)),  # an op value too long: left out
+        (["a", "c", "d"], 5.0, ""),
+    ):
+        snap = poll(luns, value, odd)
+        state.record_success(snap, 0.0)
+        exp.refresh()
+        page = exp.render().decode()
+        fresh = Exposition(state)
+        fresh.refresh()
+        assert ours(page) == ours(fresh.render().decode()), "as a first render of the same poll"
+        assert {x for x in _parse(page) if x[1].startswith("sanlens_test_")} == {
+            s for s in _expected(snap.metrics) if not odd or ("op", odd) not in s[2]
+        }
+        if odd:
+            assert exp.dropped["t"] == len(luns), "the long op's samples are counted as left out"
+            continue
+        assert "t" not in exp.dropped
+        kept = exp._families["t"]
+        split, info = kept["sanlens_test_lun_ops_total"], kept["sanlens_test_lun_info"]
+        assert split.tails is not None and len(set(split.tails)) == 3
+        assert len({id(t) for t in split.texts}) == len(luns), "one text per row, for every op"
+        if value < 4:  # (after a poll that left its sets out, the family's texts are made afresh)
+            assert {id(t) for t in split.texts} == {id(t) for t in info.texts}, "the unsplit family's strings"
 
 
 def test_a_label_set_left_out_stays_left_out_and_counted_poll_after_poll() -> None:

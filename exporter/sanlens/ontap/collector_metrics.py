@@ -142,7 +142,7 @@ def render(src: OntapSource, rows: Mapping[str, RowBlock]) -> tuple[Metric, ...]
             continue
         # each counter appends to its family's columns directly: no call per sample
         plan = [
-            (name, *b.column(fam, mtype, help_, lnames), by, scale)
+            (name, *b.column(fam, mtype, help_, lnames, by is not None), by, scale)
             for name, fam, mtype, help_, lnames, by, scale in src.emit_plan(table)
         ]
         exported = tdef.export_labels
