@@ -36,6 +36,7 @@ from sanlens.config.types import (
     winrm_url_problem,
 )
 from sanlens.errors import ConfigError
+from sanlens.model import DataClass
 
 MAX_CONFIG_BYTES = 32 * 1024 * 1024  # refused before parsing (10,000 hosts take about 0.5 MB)
 MAX_SECRET_BYTES = 64 * 1024  # a password file's cap: a password is a line, not a device
@@ -256,9 +257,7 @@ class HostDiskMapping(Ruled, _Model):
     )
     svm: Text = Field(default=None, description="The LUN's SVM.")
     lun: Text = Field(default=None, description="LUN path, e.g. /vol/sql_data/lun0.")
-    data_class: Literal["data", "log", "tempdb"] | None = Field(
-        default=None, description="The host's data_class, for this disk."
-    )
+    data_class: DataClass | None = Field(default=None, description="The host's data_class, for this disk.")
     queue_depth: Annotated[int | None, Field(ge=1), _POSITIVE_QUEUE] = Field(
         default=None, description="The host's queue_depth, for this disk."
     )
@@ -313,7 +312,7 @@ class HostTarget(_Model):
     paths: Annotated[int, Field(ge=1), _POSITIVE_QUEUE] = Field(
         default=HOST_DEFAULTS.paths, description="Active paths per LUN."
     )
-    data_class: Literal["data", "log", "tempdb"] = Field(
+    data_class: DataClass = Field(
         default=HOST_DEFAULTS.data_class, description="Which latency thresholds apply to the host's disks."
     )
     disks: list[HostDiskMapping] = Field(

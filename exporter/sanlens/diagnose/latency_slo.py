@@ -10,16 +10,19 @@ of read and write latency counts, each only when that op runs at least
 
 from __future__ import annotations
 
+from typing import get_args
+
 from sanlens.diagnose.base import Context, Observation, Thresholds, lun_subject, ms, of_disk
 from sanlens.diagnose.numeric import clamp01, worst_latency
 from sanlens.diagnose.spec import Dashboard, DiagnosisSpec, Evidence, Reads, Threshold
 from sanlens.diagnose.waterfall import Waterfall, describe, of_host_disk, of_lun
+from sanlens.model import DataClass
 
 SRC_LATENCY = (
     "Microsoft SQL Server storage guidance: data files 10 ms good / 20 ms poor, "
     "log files 2 ms good / 5 ms poor"
 )
-CLASSES = ("data", "log", "tempdb")
+CLASSES: tuple[str, ...] = get_args(DataClass)  # each has its own thresholds
 
 
 # The latency a host disk is judged on; san_oversubscription quotes the same value.
