@@ -139,6 +139,11 @@ def escape_label_value(v: str) -> str:
     return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+def label_pair(name: str, value: str) -> str:
+    """One label as text format 0.0.4 writes it: ``name="value"``."""
+    return f'{name}="{escape_label_value(value)}"'
+
+
 def format_value(v: float) -> str:
     """A sample value as text format 0.0.4 writes it (``1.0``, ``NaN``, ``+Inf``), as the client library does."""
     if math.isnan(v):
@@ -183,7 +188,7 @@ class LabelText(dict[tuple[str, ...], str | None]):
     def __missing__(self, values: tuple[str, ...]) -> str | None:
         text = self.last.get(values)
         if text is None and oversized(values) is None:
-            text = ",".join(f'{k}="{escape_label_value(x)}"' for k, x in zip(self.names, values, strict=True))
+            text = ",".join(label_pair(k, x) for k, x in zip(self.names, values, strict=True))
         self[values] = text
         if text is None:
             self.refused = True
@@ -217,7 +222,7 @@ def split_tails(m: Metric) -> list[str] | None:
         if t is None:
             if oversized((v,)) is not None:
                 return None  # such a set is left out and counted, as any other family's
-            t = made[v] = f'{name}="{escape_label_value(v)}"'
+            t = made[v] = label_pair(name, v)
         tails.append(t)
     return tails
 
